@@ -1,0 +1,130 @@
+"""Counterexample traces as ITF JSON (the Informal Trace Format of Apalache and Quint), and replay.
+
+A trace stores the run's config in ``#meta.hwcheck.config`` and each state's action label in its
+own ``#meta.action``; replay rebuilds the model from the config, re-executes every label through
+the spec and checks each stored state against the computed one.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import List, Optional, Tuple
+
+from hwcheck.spec import Config, ConfigError, Model
+
+from .result import Trace
+
+ITF_DESCRIPTION = "https://apalache-mc.org/docs/adr/015adr-trace.html"
+VARS = ["replicas", "controller", "inflight", "history"]
+INIT = "init"
+
+
+class TraceError(Exception):
+    """A trace that cannot be read or does not replay; the message is one line for the user."""
+
+
+def to_itf(model: Model, trace: Trace, engine: str = "bfs") -> dict:
+    """The ITF document of a trace found under ``model``."""
+    states = []
+    for i, s in enumerate(trace.states):
+        action = INIT if i == 0 else model.format_label(trace.labels[i - 1])
+        states.append({"#meta": {"index": i, "action": action}, **model.to_json(s)})
+    return {
+        "#meta": {
+            "format": "ITF",
+            "format-description": ITF_DESCRIPTION,
+            "source": "hwcheck",
+            "description": f"{trace.invariant or 'trace'} in mode {model.cfg.mode}, {trace.steps} steps",
+            "hwcheck": {"config": model.cfg.as_dict(), "invariant": trace.invariant, "engine": engine},
+        },
+        "vars": VARS,
+        "states": states,
+    }
+
+
+def load_itf(text: str) -> dict:
+    """Parse and shape-check an ITF document written by hwcheck."""
+    try:
+        doc = json.loads(text)
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise TraceError(f"malformed JSON: {e}") from None
+    if not isinstance(doc, dict):
+        raise TraceError("not an ITF trace: the top level is not a JSON object")
+    meta = doc.get("#meta")
+    if not isinstance(meta, dict) or not isinstance(meta.get("hwcheck"), dict):
+        raise TraceError("not an hwcheck ITF trace: #meta.hwcheck is missing")
+    if not isinstance(meta["hwcheck"].get("config"), dict):
+        raise TraceError("not an hwcheck ITF trace: #meta.hwcheck.config is missing")
+    states = doc.get("states")
+    if not isinstance(states, list) or not states:
+        raise TraceError("not an ITF trace: 'states' is missing or empty")
+    for i, st in enumerate(states):
+        if not isinstance(st, dict) or not isinstance(st.get("#meta"), dict) or not isinstance(st["#meta"].get("action"), str):
+            raise TraceError(f"state {i}: missing #meta.action")
+    return doc
+
+
+def trace_config(doc: dict, **overrides) -> Config:
+    try:
+        return Config.from_dict({**doc["#meta"]["hwcheck"]["config"], **overrides})
+    except (ConfigError, TypeError) as e:
+        raise TraceError(f"bad config in trace: {e}") from None
+
+
+def _first_difference(expected, got, path="") -> str:
+    """The first path where two JSON values differ, for a one-line message."""
+    if isinstance(expected, dict) and isinstance(got, dict):
+        for key in list(expected) + [k for k in got if k not in expected]:
+            if key not in got:
+                return f"{path}.{key} is missing" if path else f"{key} is missing"
+            if key not in expected:
+                return f"{path}.{key} is unexpected" if path else f"{key} is unexpected"
+            if expected[key] != got[key]:
+                return _first_difference(expected[key], got[key], f"{path}.{key}" if path else key)
+    if isinstance(expected, list) and isinstance(got, list) and len(expected) == len(got):
+        for i, (a, b) in enumerate(zip(expected, got)):
+            if a != b:
+                return _first_difference(a, b, f"{path}[{i}]")
+    return f"{path}: trace has {json.dumps(got)}, spec gives {json.dumps(expected)}"
+
+
+@dataclass
+class Replay:
+    model: Model
+    trace: Trace
+    violated: List[str] = field(default_factory=list)   # invariants broken in the last state
+
+
+def replay(doc: dict, check_states: bool = True) -> Replay:
+    """Re-execute a loaded ITF trace through the spec.
+
+    Raises TraceError naming the step and the reason at the first step that is unknown, not
+    enabled, or whose stored state differs from the spec's.
+    """
+    model = Model(trace_config(doc))
+    raw = doc["states"]
+    if raw[0]["#meta"]["action"] != INIT:
+        raise TraceError(f"step 0: expected action 'init', found {raw[0]['#meta']['action']!r}")
+    state = model.init_states()[0]
+    states, labels = [state], []
+    for i, stored in enumerate(raw):
+        text = stored["#meta"]["action"]
+        if i > 0:
+            try:
+                label = model.parse_label(text)
+            except ConfigError as e:
+                raise TraceError(f"step {i} ({text}): {e}") from None
+            nxt = model.step(state, label)
+            if nxt is None:
+                raise TraceError(f"step {i} ({text}): not enabled in the spec")
+            state = nxt
+            states.append(state)
+            labels.append(label)
+        if check_states:
+            expected = model.to_json(state)
+            got = {k: v for k, v in stored.items() if k != "#meta"}
+            if expected != got:
+                raise TraceError(f"step {i} ({text}): state differs: {_first_difference(expected, got)}")
+    trace = Trace(states, labels, doc["#meta"]["hwcheck"].get("invariant"))
+    return Replay(model, trace, model.violated(state))

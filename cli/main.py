@@ -1,0 +1,189 @@
+"""The hwcheck command line: parse, call an engine, render. Exit codes: 0 every invariant holds
+within the bounds, 1 a violation was found, 2 bad usage or input, 130 interrupted."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from hwcheck.checker.bfs import bfs
+from hwcheck.checker.result import INTERRUPTED, VIOLATED
+from hwcheck.checker.trace import TraceError, load_itf, replay as replay_trace, to_itf
+from hwcheck.spec import Config, ConfigError, Model
+from hwcheck.spec.config import ACKS, MODE_ALIASES, MODES, RESPONSE_HW
+
+from .render import figures_line, settings_line, trace_table
+
+EXIT_HOLDS, EXIT_VIOLATION, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+DEFAULTS = Config()
+
+
+def fail(message: str) -> "click.exceptions.Exit":
+    """One line on stderr, exit 2: the way every bad input ends."""
+    click.echo(f"hwcheck: error: {message}", err=True)
+    raise click.exceptions.Exit(EXIT_USAGE)
+
+
+def knob_options(fn):
+    """Every knob of Config as an option, defaults from Config itself (one source of truth)."""
+    options = [
+        click.option("--mode", type=click.Choice(list(MODES) + list(MODE_ALIASES)), default=DEFAULTS.mode,
+                     show_default=True, help="protocol variant"),
+        click.option("--replicas", type=int, default=DEFAULTS.replicas, show_default=True),
+        click.option("--records", type=int, default=DEFAULTS.records, show_default=True,
+                     help="records the producer sends"),
+        click.option("--crashes", type=int, default=DEFAULTS.crashes, show_default=True,
+                     help="broker crashes (memory lost, disk kept)"),
+        click.option("--power-failures", type=int, default=DEFAULTS.power_failures, show_default=True,
+                     help="crashes that also lose the unflushed log tail"),
+        click.option("--max-epoch", type=int, default=DEFAULTS.max_epoch, show_default=True,
+                     help="leader elections allowed (epoch bound)"),
+        click.option("--min-isr", type=int, default=DEFAULTS.min_isr, show_default=True,
+                     help="min.insync.replicas"),
+        click.option("--acks", type=click.Choice(ACKS), default=DEFAULTS.acks, show_default=True),
+        click.option("--unclean-election/--clean-election", default=DEFAULTS.unclean_election,
+                     show_default=True, help="unclean.leader.election.enable"),
+        click.option("--response-hw", type=click.Choice(RESPONSE_HW), default=DEFAULTS.response_hw,
+                     show_default=True, help="fetch response carries the leader HW from after or before its update"),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
+def make_config(**knobs) -> Config:
+    try:
+        return Config(**knobs)
+    except ConfigError as e:
+        fail(str(e))
+
+
+def write_new_file(path: Path, text: str, force: bool) -> Path:
+    """Write ``text`` to ``path`` without silently replacing what is there: an existing file is
+    replaced only with --force or after a yes at an interactive prompt."""
+    if path.exists() and not force:
+        if sys.stdin.isatty() and click.confirm(f"{path} exists; overwrite?", default=False, err=True):
+            pass
+        else:
+            fail(f"{path} exists; not overwriting it (use --force or another --out)")
+    try:
+        path.write_text(text)
+    except OSError as e:
+        fail(f"cannot write {path}: {e.strerror}")
+    return path
+
+
+def free_default_path(cfg: Config, invariant: str) -> Path:
+    """hwcheck-<mode>-<invariant>.itf.json in the current directory, numbered if taken."""
+    base = f"hwcheck-{cfg.mode}-{invariant}"
+    path, i = Path(f"{base}.itf.json"), 1
+    while path.exists():
+        path, i = Path(f"{base}-{i}.itf.json"), i + 1
+    return path
+
+
+class Progress:
+    """A live line on stderr when it is a terminal; silent otherwise."""
+
+    def __init__(self, enabled: bool):
+        self.enabled = enabled and sys.stderr.isatty()
+        self.shown = False
+
+    def __call__(self, p: dict) -> None:
+        if not self.enabled or p["elapsed"] < 1.0:
+            return
+        rate = p["distinct"] / p["elapsed"] if p["elapsed"] else 0
+        sys.stderr.write(f"\r  depth {p['depth']}  distinct {p['distinct']:,}  queue {p['queue']:,}  "
+                         f"{rate:,.0f} states/s  {p['elapsed']:.0f} s ")
+        sys.stderr.flush()
+        self.shown = True
+
+    def done(self) -> None:
+        if self.shown:
+            sys.stderr.write("\r" + " " * 100 + "\r")
+            sys.stderr.flush()
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def cli():
+    """hwcheck: a model checker for Kafka's replication protocol (HW, LEO, ISR, leader epoch)."""
+
+
+@cli.command()
+@knob_options
+@click.option("--engine", type=click.Choice(["bfs"]), default="bfs", show_default=True)
+@click.option("--max-depth", type=click.IntRange(min=0), default=None, help="stop exploring at this depth")
+@click.option("--all-invariants", is_flag=True, help="keep going after a violation: first trace of each invariant")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="where to write the counterexample (ITF JSON); default hwcheck-<mode>-<invariant>.itf.json")
+@click.option("--force", is_flag=True, help="overwrite --out if it exists")
+@click.option("--quiet", is_flag=True, help="no progress line, no trace table")
+def verify(engine, max_depth, all_invariants, out, force, quiet, **knobs):
+    """Explore every behaviour within the bounds; report 'holds' or a shortest counterexample."""
+    cfg = make_config(**knobs)
+    model = Model(cfg)
+    click.echo(f"hwcheck verify: {settings_line(cfg)}")
+    click.echo(f"engine {engine}; invariants {', '.join(name for name, _ in model.invariants)}")
+    progress = Progress(not quiet)
+    result = bfs(model, max_depth=max_depth, all_invariants=all_invariants, progress=progress)
+    progress.done()
+    if result.verdict == INTERRUPTED:
+        click.echo(f"interrupted: covered {result.distinct_states:,} distinct states to depth {result.depth} "
+                   f"in {result.elapsed:.1f} s; no violation among them")
+        raise click.exceptions.Exit(EXIT_INTERRUPTED)
+    if result.verdict != VIOLATED:
+        scope = "every reachable state" if result.complete else f"every state within depth {result.depth}"
+        click.echo(f"verdict: holds: all {len(model.invariants)} invariants hold in {scope}")
+        click.echo(f"figures: {figures_line(result)}")
+        raise click.exceptions.Exit(EXIT_HOLDS)
+    for i, trace in enumerate(result.violations):
+        click.echo(f"verdict: violated: {trace.invariant} after {trace.steps} steps (a shortest trace)")
+        if not quiet:
+            click.echo(trace_table(model, trace, [trace.invariant]))
+        doc = json.dumps(to_itf(model, trace), indent=1)
+        path = out if (out is not None and i == 0) else free_default_path(cfg, trace.invariant)
+        if out is not None and i > 0:
+            path = out.with_name(f"{out.name.split('.')[0]}-{trace.invariant}.itf.json")
+        write_new_file(path, doc + "\n", force)
+        click.echo(f"trace: {path} (replay with: hwcheck replay {path})")
+    click.echo(f"figures: {figures_line(result)}")
+    raise click.exceptions.Exit(EXIT_VIOLATION)
+
+
+@cli.command()
+@click.argument("trace_file", metavar="TRACE", type=click.Path(dir_okay=False, path_type=Path))
+def replay(trace_file):
+    """Re-run a stored ITF counterexample through the spec, step by step."""
+    try:
+        text = trace_file.read_text()
+    except OSError as e:
+        fail(f"cannot read {trace_file}: {e.strerror}")
+    except UnicodeDecodeError:
+        fail(f"{trace_file}: not a text file")
+    try:
+        done = replay_trace(load_itf(text))
+    except TraceError as e:
+        fail(f"{trace_file}: {e}")
+    model = done.model
+    click.echo(f"hwcheck replay: {trace_file}: {settings_line(model.cfg)}")
+    click.echo(trace_table(model, done.trace, done.violated))
+    stored = done.trace.invariant
+    if done.violated:
+        click.echo(f"replayed {done.trace.steps} steps: {', '.join(done.violated)} broken in the last state")
+        raise click.exceptions.Exit(EXIT_VIOLATION)
+    click.echo(f"replayed {done.trace.steps} steps: no invariant broken in the last state"
+               + (f" (the trace claims {stored})" if stored else ""))
+    raise click.exceptions.Exit(EXIT_HOLDS)
+
+
+def main() -> None:
+    try:
+        cli(standalone_mode=True)
+    except KeyboardInterrupt:
+        click.echo("hwcheck: interrupted", err=True)
+        sys.exit(EXIT_INTERRUPTED)

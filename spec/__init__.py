@@ -1,0 +1,9 @@
+"""hwcheck.spec: the executable specification of Kafka's partition replication protocol.
+
+Pure: no I/O and no engine code. Engines use ``Model`` only.
+"""
+
+from .config import Config, ConfigError, MODES
+from .model import Model
+
+__all__ = ["Config", "ConfigError", "MODES", "Model"]

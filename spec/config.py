@@ -1,0 +1,80 @@
+"""The knobs of one model-checking run, validated once.
+
+A ``Config`` is immutable and hashable; every engine and the ITF ``#meta`` carry it, so a
+trace names exactly the settings it was found under.
+
+>>> Config(mode="hw").replicas
+2
+>>> Config(mode="epoch", min_isr=3)
+Traceback (most recent call last):
+...
+hwcheck.spec.config.ConfigError: min_isr=3 exceeds replicas=2
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+
+MODES = ("hw", "kip101", "kip279", "epoch")
+MODE_ALIASES = {"kip320": "epoch"}
+ACKS = ("all", "1")
+RESPONSE_HW = ("after", "before")
+MAX_REPLICAS = 5
+
+
+class ConfigError(ValueError):
+    """A knob is out of range or knobs contradict each other (one line, for the user)."""
+
+
+@dataclass(frozen=True)
+class Config:
+    mode: str = "epoch"
+    replicas: int = 2
+    records: int = 2
+    crashes: int = 2
+    power_failures: int = 0
+    max_epoch: int = 2
+    min_isr: int = 1
+    acks: str = "all"
+    unclean_election: bool = False
+    response_hw: str = "after"
+
+    def __post_init__(self) -> None:
+        mode = MODE_ALIASES.get(self.mode, self.mode)
+        object.__setattr__(self, "mode", mode)
+        if mode not in MODES:
+            raise ConfigError(f"unknown mode {self.mode!r}; choose one of {', '.join(MODES)} (or kip320)")
+        for name in ("replicas", "records", "crashes", "power_failures", "max_epoch", "min_isr"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise ConfigError(f"{name} must be an integer, got {value!r}")
+        if not 1 <= self.replicas <= MAX_REPLICAS:
+            raise ConfigError(f"replicas={self.replicas} is out of range 1..{MAX_REPLICAS}")
+        if self.records < 1:
+            raise ConfigError(f"records={self.records} must be at least 1")
+        if self.crashes < 0 or self.power_failures < 0:
+            raise ConfigError("crashes and power_failures must not be negative")
+        if self.max_epoch < 0:
+            raise ConfigError(f"max_epoch={self.max_epoch} must not be negative")
+        if self.min_isr < 1:
+            raise ConfigError(f"min_isr={self.min_isr} must be at least 1")
+        if self.min_isr > self.replicas:
+            raise ConfigError(f"min_isr={self.min_isr} exceeds replicas={self.replicas}")
+        if self.acks not in ACKS:
+            raise ConfigError(f"acks={self.acks!r} must be one of {', '.join(ACKS)}")
+        if self.response_hw not in RESPONSE_HW:
+            raise ConfigError(f"response_hw={self.response_hw!r} must be one of {', '.join(RESPONSE_HW)}")
+        if not isinstance(self.unclean_election, bool):
+            raise ConfigError(f"unclean_election must be true or false, got {self.unclean_election!r}")
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Config":
+        """Build a Config from a mapping (ITF ``#meta``, a gate entry); unknown keys are an error."""
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ConfigError(f"unknown setting(s): {', '.join(unknown)}")
+        return cls(**data)

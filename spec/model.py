@@ -1,0 +1,154 @@
+"""The Model interface every engine sees (after Stateright's ``Model`` trait).
+
+>>> m = Model(Config(mode="hw", records=1))
+>>> [s] = m.init_states()
+>>> [label for label, _ in m.successors(s)][:2]
+[('produce', 0), ('crash', 0)]
+>>> m.format_label(('leader_handle_fetch', 0, 1))
+'leader_handle_fetch(r0,r1)'
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Callable, Iterator, List, Tuple
+
+from .actions import ACTIONS, EPOCH_ONLY, POWER_ONLY, Rules, initial_state
+from .config import Config, ConfigError
+from .invariants import INVARIANTS
+from .modes import MODE_RULES
+from .state import ROLE_NAMES, UNDEFINED, MESSAGE_NAMES, State, members, replica_name
+
+Label = Tuple  # (action name, replica ids...)
+_LABEL = re.compile(r"^([a-z_]+)\(((?:r\d+)(?:,r\d+)*)?\)$")
+
+
+class Model:
+    """Kafka partition replication under one Config.
+
+    - ``init_states()``: the initial states;
+    - ``successors(state)``: ``(label, next_state)`` pairs, labels like ``('crash', 1)``;
+    - ``invariants``: ``(name, predicate)`` pairs;
+    - ``step(state, label)``: the successor by label, or None (replay);
+    - ``to_json(state)``: the stable canonical encoding (ITF state variables).
+    """
+
+    def __init__(self, cfg: Config):
+        self.cfg = cfg
+        self.rules = Rules(cfg, MODE_RULES[cfg.mode], cfg.replicas)
+        n = cfg.replicas
+        actions = []
+        for name, fn, arity in ACTIONS:
+            if name in EPOCH_ONLY and not self.rules.mode.epochs:
+                continue
+            if name in POWER_ONLY and not cfg.power_failures:
+                continue
+            args = [(r,) for r in range(n)] if arity == 1 else [(a, b) for a in range(n) for b in range(n) if a != b]
+            actions.append((name, fn, args))
+        self._actions = actions
+        self._by_name = {name: fn for name, fn, _ in actions}
+        self.invariants: Tuple[Tuple[str, Callable[[State], bool]], ...] = INVARIANTS
+
+    def init_states(self) -> List[State]:
+        return [initial_state(self.rules)]
+
+    def successors(self, s: State) -> Iterator[Tuple[Label, State]]:
+        rules = self.rules
+        for name, fn, arg_list in self._actions:
+            for args in arg_list:
+                nxt = fn(s, rules, *args)
+                if nxt is not None:
+                    yield (name,) + args, nxt
+
+    def step(self, s: State, label: Label):
+        """The state reached by the labelled action, or None if it is not enabled."""
+        fn = self._by_name.get(label[0])
+        if fn is None:
+            raise ConfigError(f"unknown action {label[0]!r} in mode {self.cfg.mode}")
+        return fn(s, self.rules, *label[1:])
+
+    def violated(self, s: State) -> List[str]:
+        return [name for name, pred in self.invariants if not pred(s)]
+
+    # ------------------------------------------------------------ labels
+    @staticmethod
+    def format_label(label: Label) -> str:
+        return f"{label[0]}({','.join(replica_name(r) for r in label[1:])})"
+
+    def parse_label(self, text: str) -> Label:
+        m = _LABEL.match(text.strip()) if isinstance(text, str) else None
+        if not m:
+            raise ConfigError(f"malformed action label {text!r}")
+        name = m.group(1)
+        args = tuple(int(a[1:]) for a in m.group(2).split(",")) if m.group(2) else ()
+        if name not in self._by_name:
+            raise ConfigError(f"unknown action {name!r} in mode {self.cfg.mode}")
+        arity = next(a for nm, _, a in ACTIONS if nm == name)
+        if len(args) != arity or any(a >= self.cfg.replicas for a in args):
+            raise ConfigError(f"action {text!r} names the wrong replicas for {self.cfg.replicas} replicas")
+        return (name,) + args
+
+    # ------------------------------------------------------------ encoding
+    def to_json(self, s: State) -> dict:
+        """The state as ITF variables: plain JSON, replica names as keys, sets as ``#set``."""
+        n = self.cfg.replicas
+        names = [replica_name(r) for r in range(n)]
+
+        def isr(mask):
+            return {"#set": [names[r] for r in members(mask, n)]}
+
+        def who(r):
+            return names[r] if r != UNDEFINED else None
+
+        replicas = {}
+        for r, rep in enumerate(s.replicas):
+            entry = {
+                "alive": bool(rep.alive),
+                "role": ROLE_NAMES[rep.role],
+                "leader_epoch": rep.leader_epoch,
+                "leader": who(rep.leader),
+                "log": [{"record": rec, "epoch": ep} for rec, ep in rep.log],
+                "leo": rep.leo,
+                "hw": rep.hw,
+            }
+            if self.cfg.power_failures:
+                entry["flushed"] = rep.flushed
+            if self.rules.mode.epochs:
+                entry["epoch_cache"] = [{"epoch": e, "start_offset": o} for e, o in rep.epoch_cache]
+                entry["truncating"] = bool(rep.truncating)
+            if rep.role == 1:
+                entry["isr"] = isr(rep.isr)
+                entry["remote_leo"] = {names[f]: rep.remote_leo[f] for f in range(n) if f != r}
+            replicas[names[r]] = entry
+        inflight = {}
+        for f, msg in enumerate(s.inflight):
+            if msg:
+                inflight[names[f]] = _message_json(msg, names)
+        h = s.history
+        return {
+            "replicas": replicas,
+            "controller": {"leader": who(s.controller.leader), "epoch": s.controller.epoch,
+                           "isr": isr(s.controller.isr)},
+            "inflight": inflight,
+            "history": {
+                "produced": h.produced,
+                "acked": {str(rec): off for rec, off in enumerate(h.acked) if off != UNDEFINED},
+                "exposed": list(h.exposed),
+                "crashes": h.crashes,
+                "power_failures": h.power_failures,
+            },
+        }
+
+
+def _message_json(msg: tuple, names: List[str]) -> dict:
+    kind, peer = msg[0], names[msg[1]]
+    out = {"type": MESSAGE_NAMES[kind], "leader": peer}
+    if kind == 1:
+        out.update(current_leader_epoch=msg[2], fetch_offset=msg[3])
+    elif kind == 2:
+        out.update(records=[{"record": r, "epoch": e} for r, e in msg[2]], hw=msg[3], leader_leo=msg[4])
+    elif kind == 3:
+        out.update(current_leader_epoch=msg[2], requested_epoch=msg[3])
+    else:
+        out.update(epoch=msg[2], end_offset=msg[3])
+    return out

@@ -1,0 +1,84 @@
+"""The state of one partition: replicas, the controller, messages in flight, and history.
+
+Everything is a tuple of ints so that a state is immutable, hashable and has a stable
+encoding. Offsets start at 0; LEO is the offset of the *next* record, i.e. ``len(log)``
+(seed 000: "LEO ... 下一条消息的位移值"); a replica's HW never exceeds its LEO.
+
+A log entry is ``(record_id, epoch)``: the record and the leader epoch it was written in.
+An epoch-cache entry is ``(epoch, start_offset)`` (seed 000: "(epoch, offset)").
+ISRs are bitmasks over replica ids (bit r set = replica r is in the set).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple, Tuple
+
+# role (memory only: what the replica last learned from LeaderAndIsr)
+NONE, LEADER, FOLLOWER = 0, 1, 2
+ROLE_NAMES = ("none", "leader", "follower")
+
+# kinds of the one message a follower may have in flight (Kafka's fetcher is synchronous)
+# Fetch: (FETCH, leader, current_leader_epoch, fetch_offset)
+# FetchResponse: (FETCH_RESPONSE, leader, records, hw, leader_leo)
+# OffsetsForLeaderEpoch: (EPOCH_REQUEST, leader, current_leader_epoch, requested_epoch)
+# its response: (EPOCH_RESPONSE, leader, epoch, end_offset)
+FETCH, FETCH_RESPONSE, EPOCH_REQUEST, EPOCH_RESPONSE = 1, 2, 3, 4
+MESSAGE_NAMES = {FETCH: "Fetch", FETCH_RESPONSE: "FetchResponse",
+                 EPOCH_REQUEST: "OffsetsForLeaderEpoch", EPOCH_RESPONSE: "OffsetsForLeaderEpochResponse"}
+
+UNDEFINED = -1  # UNDEFINED_EPOCH / UNDEFINED_EPOCH_OFFSET / an unknown remote LEO / no leader
+
+Entry = Tuple[int, int]
+
+
+class Replica(NamedTuple):
+    alive: int                 # 1 while the broker runs
+    role: int                  # NONE / LEADER / FOLLOWER, from the last LeaderAndIsr applied
+    leader_epoch: int          # the leader epoch of that LeaderAndIsr (UNDEFINED before any)
+    leader: int                # the leader it names (whom a follower fetches from)
+    isr: int                   # a leader's view of the ISR (bitmask); 0 on other roles
+    log: Tuple[Entry, ...]     # (record_id, epoch) at each offset; LEO = len(log)
+    hw: int                    # high watermark; also what a restart recovers (checkpoint)
+    flushed: int               # prefix surviving a power failure (tracked only with power failures)
+    epoch_cache: Tuple[Entry, ...]  # (epoch, start_offset), durable; epoch modes only
+    truncating: int            # 1: must find its divergence point before fetching (epoch modes)
+    remote_leo: Tuple[int, ...]     # on a leader: each follower's LEO as learned from fetches
+
+    @property
+    def leo(self) -> int:
+        return len(self.log)
+
+
+class Controller(NamedTuple):
+    leader: int   # UNDEFINED when the partition has no leader
+    epoch: int    # the latest leader epoch it handed out
+    isr: int      # bitmask
+
+
+class History(NamedTuple):
+    """Observations for the invariants only; the protocol never reads them."""
+    produced: int                # records handed to a leader so far (next record id)
+    acked: Tuple[int, ...]       # per record id: the offset the producer was told, or UNDEFINED
+    exposed: Tuple[int, ...]     # per offset: the record a consumer could have read there
+    crashes: int                 # crashes used
+    power_failures: int          # power failures used
+
+
+class State(NamedTuple):
+    replicas: Tuple[Replica, ...]
+    controller: Controller
+    inflight: Tuple[tuple, ...]  # per follower: () or its one outstanding request/response
+    history: History
+
+
+def members(mask: int, n: int) -> Tuple[int, ...]:
+    """Replica ids in an ISR bitmask.
+
+    >>> members(0b101, 3)
+    (0, 2)
+    """
+    return tuple(r for r in range(n) if mask >> r & 1)
+
+
+def replica_name(r: int) -> str:
+    return f"r{r}"

@@ -97,10 +97,9 @@ def produce(s: State, rules: Rules, r: int) -> Optional[State]:
     if cfg.acks == "all" and _size(rep.isr) < cfg.min_isr:
         return None
     record, offset = s.history.produced, rep.leo
-    cache = rep.epoch_cache
-    if rules.mode.epochs and latest_epoch(cache) < rep.leader_epoch:
-        cache = cache_assign(cache, rep.leader_epoch, offset)  # first write of the epoch (0.11 to 2.0)
-    rep = rep._replace(log=rep.log + ((record, rep.leader_epoch),), epoch_cache=cache)
+    # the append assigns the epoch to the cache: before KAFKA-7415 this is where a leader's
+    # epoch gains its entry (its first write in the epoch)
+    rep = append(rep, ((record, rep.leader_epoch),), rules.mode.epochs)
     h = s.history
     acked = h.acked if cfg.acks == "all" else h.acked[:record] + (offset,) + h.acked[record + 1:]
     s = _set(s, r, rep)._replace(history=h._replace(produced=record + 1, acked=acked))

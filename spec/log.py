@@ -74,15 +74,11 @@ def end_offset_for(cache: Tuple[Entry, ...], leo: int, requested: int) -> Entry:
 
 
 def append(rep: Replica, entries: Tuple[Entry, ...], track_epochs: bool) -> Replica:
-    """Append entries at the LEO; with epochs, each new epoch gains a cache entry at its offset
-    (a follower's cache learns epochs from the batches it appends)."""
-    if not entries:
-        return rep
+    """Append entries at the LEO. With epochs, every appended entry is assigned to the cache
+    (Log.append calls LeaderEpochFileCache.assign per batch): a new epoch gains an entry at its
+    offset, and entries it supersedes (a higher epoch, or one starting at or after it) go."""
     cache = rep.epoch_cache
     if track_epochs:
-        offset = rep.leo
-        for _, epoch in entries:
-            if epoch > latest_epoch(cache):
-                cache = cache_assign(cache, epoch, offset)
-            offset += 1
+        for offset, (_, epoch) in enumerate(entries, start=rep.leo):
+            cache = cache_assign(cache, epoch, offset)
     return rep._replace(log=rep.log + entries, epoch_cache=cache)

@@ -7,7 +7,7 @@ re-executing the labels through the model, so the first violation found is a sho
 >>> from hwcheck.spec import Config, Model
 >>> r = bfs(Model(Config(mode="hw", records=1)))
 >>> r.verdict, r.violations[0].invariant, r.violations[0].steps
-('violated', 'NoCommittedDataLoss', 12)
+('violated', 'NoCommittedDataLoss', 10)
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 >>> m = Model(Config(mode="hw", records=1))
 >>> [s] = m.init_states()
 >>> [label for label, _ in m.successors(s)][:2]
-[('produce', 0), ('crash', 0)]
+[('produce', 0), ('send_fetch', 1)]
 >>> m.format_label(('leader_handle_fetch', 0, 1))
 'leader_handle_fetch(r0,r1)'
 """

@@ -1,0 +1,36 @@
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hwcheck.spec import Config, Model
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_cli(*args, cwd=None, timeout=600):
+    """Run the real command line in a child process (so a traceback would be visible)."""
+    return subprocess.run([sys.executable, "-m", "hwcheck.cli", *map(str, args)], cwd=cwd,
+                          capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+def run_labels(model, labels):
+    """Execute action labels from the initial state; every step must be enabled."""
+    states = model.init_states()[:1]
+    for label in labels:
+        nxt = model.step(states[-1], label)
+        assert nxt is not None, f"{model.format_label(label)} not enabled"
+        states.append(nxt)
+    return states
+
+
+@pytest.fixture
+def hw_model():
+    return Model(Config(mode="hw", records=2))
+
+
+@pytest.fixture
+def epoch_model():
+    return Model(Config(mode="epoch", records=2))

@@ -1,0 +1,209 @@
+"""One rule at a time: the HW/LEO rules of the articles and the guards that must refuse."""
+
+import pytest
+
+from hwcheck.spec import Config, ConfigError, Model
+from hwcheck.spec.actions import advance_hw
+from hwcheck.spec.state import FETCH, FETCH_RESPONSE, FOLLOWER, LEADER, NONE, UNDEFINED
+from hwcheck.checker.bfs import bfs
+
+from .conftest import run_labels
+
+P0, SF1, LH01, FH1 = ("produce", 0), ("send_fetch", 1), ("leader_handle_fetch", 0, 1), ("follower_handle_fetch", 1)
+
+
+def set_replica(s, r, **changes):
+    reps = list(s.replicas)
+    reps[r] = reps[r]._replace(**changes)
+    return s._replace(replicas=tuple(reps))
+
+
+# ------------------------------------------------------------------ HW rules
+
+def test_leader_hw_is_max_of_hw_and_min_leo_over_isr():
+    hw_model = Model(Config(mode="hw", records=3))
+    s = hw_model.init_states()[0]
+    s = set_replica(s, 0, log=((0, 0), (1, 0), (2, 0)), hw=2, remote_leo=(UNDEFINED, 1))
+    assert advance_hw(s, 0, hw_model.rules).replicas[0].hw == 2          # never moves back
+    s = set_replica(s, 0, remote_leo=(UNDEFINED, 3))
+    assert advance_hw(s, 0, hw_model.rules).replicas[0].hw == 3          # min(LEO 3, remote 3)
+    s = set_replica(s, 0, remote_leo=(UNDEFINED, 0), isr=0b01)
+    assert advance_hw(s, 0, hw_model.rules).replicas[0].hw == 3          # r1 outside the ISR: only r0 counts
+
+
+def test_follower_hw_is_min_of_leo_and_response_hw(hw_model):
+    s = hw_model.init_states()[0]
+    s = s._replace(inflight=((), (FETCH_RESPONSE, 0, ((0, 0), (1, 0)), 5, 2)))
+    f = hw_model.step(s, FH1).replicas[1]
+    assert (f.leo, f.hw) == (2, 2)
+    s = set_replica(s, 1, hw=0)._replace(inflight=((), (FETCH_RESPONSE, 0, ((0, 0), (1, 0)), 1, 2)))
+    assert hw_model.step(s, FH1).replicas[1].hw == 1
+
+
+def test_remote_leo_moves_only_when_the_leader_handles_a_fetch():
+    """Over every transition of a small reachable space: a leader that stays leader in the same
+    term keeps its remote LEOs unless the step is leader_handle_fetch from that follower."""
+    model = Model(Config(mode="hw", records=2, crashes=1, max_epoch=1))
+    seen, frontier, checked = set(), model.init_states(), 0
+    while frontier and len(seen) < 3000:
+        nxt = []
+        for s in frontier:
+            for label, t in model.successors(s):
+                for r, (a, b) in enumerate(zip(s.replicas, t.replicas)):
+                    if a.role == b.role == LEADER and a.leader_epoch == b.leader_epoch and a.alive and b.alive:
+                        for f in range(model.cfg.replicas):
+                            if a.remote_leo[f] != b.remote_leo[f]:
+                                assert label == ("leader_handle_fetch", r, f)
+                                assert b.remote_leo[f] == s.inflight[f][3]   # the fetch offset
+                                checked += 1
+                if t not in seen:
+                    seen.add(t)
+                    nxt.append(t)
+        frontier = nxt
+    assert checked > 0
+
+
+def test_produce_appends_at_leo_with_leader_epoch(epoch_model):
+    s = run_labels(epoch_model, [P0, P0])[-1]
+    assert s.replicas[0].log == ((0, 0), (1, 0))
+    assert s.history.acked == (UNDEFINED, UNDEFINED)    # acks=all: not before the HW passes
+
+
+def test_acks_all_acknowledges_when_hw_passes(hw_model):
+    s = run_labels(hw_model, [P0, SF1, LH01, FH1, SF1, LH01])[-1]
+    assert s.replicas[0].hw == 1 and s.history.acked[0] == 0 and s.history.exposed == (0,)
+
+
+def test_acks_1_acknowledges_at_once():
+    model = Model(Config(mode="hw", acks="1"))
+    assert run_labels(model, [P0])[-1].history.acked[0] == 0
+
+
+# ------------------------------------------------------------------ guards that refuse
+
+def test_produce_refused_on_a_follower(hw_model):
+    assert hw_model.step(hw_model.init_states()[0], ("produce", 1)) is None
+
+
+def test_produce_refused_with_acks_all_and_short_isr():
+    model = Model(Config(mode="hw", min_isr=2))
+    s = run_labels(model, [P0])[-1]
+    s = model.step(s, ("shrink_isr", 0, 1))
+    assert s is not None and s.replicas[0].isr == 0b01
+    assert model.step(s, P0) is None                                  # NotEnoughReplicas
+    acks1 = Model(Config(mode="hw", min_isr=2, acks="1"))
+    t = acks1.step(run_labels(acks1, [P0, ("shrink_isr", 0, 1)])[-1], P0)
+    assert t is not None                                              # acks=1 ignores min.insync
+
+
+def test_fetch_refused_from_a_dead_leader(hw_model):
+    s = run_labels(hw_model, [("crash", 0)])[-1]
+    assert hw_model.step(s, SF1) is None
+
+
+def test_a_crash_drops_messages_to_and_from_the_replica(hw_model):
+    s = run_labels(hw_model, [P0, SF1])[-1]
+    assert s.inflight[1][0] == FETCH
+    assert hw_model.step(s, ("crash", 0)).inflight == ((), ())
+    s = run_labels(hw_model, [P0, SF1, LH01])[-1]
+    assert hw_model.step(s, ("crash", 1)).inflight == ((), ())
+
+
+def test_only_a_leader_handles_a_fetch(hw_model):
+    s = run_labels(hw_model, [SF1, ("elect", 1), ("become_follower", 0)])[-1]
+    s = s._replace(inflight=((), (FETCH, 0, 0, 0)))
+    assert hw_model.step(s, LH01) is None
+    assert hw_model.step(s, ("reject_request", 0, 1)).inflight == ((), ())
+
+
+def test_epoch_mode_fences_a_stale_fetch(epoch_model):
+    s = run_labels(epoch_model, [SF1])[-1]
+    s = set_replica(s, 0, leader_epoch=1)        # the leader has moved on to epoch 1
+    assert epoch_model.step(s, LH01) is None
+    assert epoch_model.step(s, ("reject_request", 0, 1)) is not None
+
+
+def test_hw_mode_does_not_fence(hw_model):
+    s = set_replica(run_labels(hw_model, [SF1])[-1], 0, leader_epoch=1)
+    assert hw_model.step(s, LH01) is not None
+
+
+def test_clean_election_only_from_the_isr():
+    model = Model(Config(mode="hw"))
+    s = run_labels(model, [P0, ("shrink_isr", 0, 1)])[-1]
+    assert model.step(s, ("elect", 1)) is None
+    s = run_labels(model, [P0, ("shrink_isr", 0, 1), ("crash", 0)])[-1]
+    assert model.step(s, ("elect", 1)) is None                       # no live ISR member, still clean
+    unclean = Model(Config(mode="hw", unclean_election=True))
+    t = run_labels(unclean, [P0, ("shrink_isr", 0, 1), ("crash", 0), ("elect", 1)])[-1]
+    assert t.controller.leader == 1 and t.controller.isr == 0b10
+
+
+def test_election_bounded_by_max_epoch():
+    model = Model(Config(mode="hw", max_epoch=1))
+    s = run_labels(model, [("elect", 1)])[-1]
+    assert model.step(s, ("elect", 0)) is None
+
+
+def test_crash_bounded_and_restart_only_when_down(hw_model):
+    s = run_labels(hw_model, [("crash", 1), ("restart", 1), ("crash", 1)])[-1]
+    assert hw_model.step(s, ("restart", 0)) is None
+    s = hw_model.step(s, ("restart", 1))
+    assert hw_model.step(s, ("crash", 0)) is None                    # 2 crashes used
+
+
+def test_shrink_isr_refused_for_a_caught_up_follower(hw_model):
+    s = hw_model.init_states()[0]
+    assert hw_model.step(s, ("shrink_isr", 0, 1)) is None            # remote LEO 0 = LEO 0
+
+
+def test_expand_isr_waits_for_the_hw():
+    model = Model(Config(mode="hw"))
+    s = run_labels(model, [P0, ("shrink_isr", 0, 1), P0])[-1]        # HW 2, r1 out
+    assert model.step(s, ("expand_isr", 0, 1)) is None
+    s = run_labels(model, [P0, ("shrink_isr", 0, 1), P0, SF1, LH01, FH1])[-1]
+    assert model.step(s, ("expand_isr", 0, 1)) is None               # remote LEO 0 < HW 2
+    s = run_labels(model, [P0, ("shrink_isr", 0, 1), P0, SF1, LH01, FH1, SF1, LH01])[-1]
+    assert model.step(s, ("expand_isr", 0, 1)).controller.isr == 0b11
+
+
+# ------------------------------------------------------------------ truncation rules by mode
+
+def test_hw_mode_truncates_to_hw_on_restart(hw_model):
+    s = run_labels(hw_model, [P0, SF1, LH01, FH1, ("crash", 1), ("restart", 1)])[-1]
+    assert s.replicas[1].log == () and s.replicas[1].role == NONE
+
+
+def test_epoch_mode_keeps_the_log_on_restart_and_asks_the_leader(epoch_model):
+    s = run_labels(epoch_model, [P0, SF1, LH01, FH1, ("crash", 1), ("restart", 1), ("become_follower", 1)])[-1]
+    f = s.replicas[1]
+    assert f.log == ((0, 0),) and f.epoch_cache == ((0, 0),) and f.truncating and f.role == FOLLOWER
+    s = run_labels(epoch_model, [P0, SF1, LH01, FH1, ("crash", 1), ("restart", 1), ("become_follower", 1),
+                                 ("send_epoch_request", 1), ("leader_handle_epoch_request", 0, 1)])[-1]
+    assert s.inflight[1][2:] == (0, 1)          # epoch 0 ends at the leader's LEO 1
+    f = epoch_model.step(s, ("follower_handle_epoch_response", 1)).replicas[1]
+    assert f.log == ((0, 0),) and not f.truncating   # nothing to truncate: KIP-101 keeps m1
+
+
+def test_epoch_mode_new_leader_adds_cache_entry_on_taking_office(epoch_model):
+    s = run_labels(epoch_model, [P0, ("elect", 1), ("become_leader", 1)])[-1]
+    assert s.replicas[1].epoch_cache == ((1, 0),)
+
+
+# ------------------------------------------------------------------ config validation
+
+@pytest.mark.parametrize("knobs, words", [
+    (dict(min_isr=3), "min_isr=3 exceeds replicas=2"),
+    (dict(records=0), "records=0"),
+    (dict(replicas=6), "replicas=6"),
+    (dict(mode="kafka"), "unknown mode"),
+    (dict(acks="0"), "acks"),
+    (dict(crashes=-1), "negative"),
+])
+def test_config_rejects_bad_knobs(knobs, words):
+    with pytest.raises(ConfigError, match=words):
+        Config(**knobs)
+
+
+def test_kip320_is_epoch():
+    assert Config(mode="kip320").mode == "epoch"

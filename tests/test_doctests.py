@@ -1,0 +1,13 @@
+import doctest
+import importlib
+
+import pytest
+
+MODULES = ["hwcheck.spec.config", "hwcheck.spec.state", "hwcheck.spec.log", "hwcheck.spec.model",
+           "hwcheck.checker.bfs"]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples_run(name):
+    result = doctest.testmod(importlib.import_module(name))
+    assert result.attempted > 0 and result.failed == 0

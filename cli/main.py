@@ -1,5 +1,6 @@
 """The hwcheck command line: parse, call an engine, render. Exit codes: 0 every invariant holds
-within the bounds, 1 a violation was found, 2 bad usage or input, 130 interrupted."""
+within the bounds (replay: the trace replays as stored), 1 a violation was found (replay: the stored
+invariant no longer breaks), 2 bad usage or input, 130 interrupted."""
 
 from __future__ import annotations
 
@@ -63,14 +64,19 @@ def make_config(**knobs) -> Config:
         fail(str(e))
 
 
-def write_new_file(path: Path, text: str, force: bool) -> Path:
-    """Write ``text`` to ``path`` without silently replacing what is there: an existing file is
-    replaced only with --force or after a yes at an interactive prompt."""
+def check_writable(path: Path, force: bool) -> None:
+    """Refuse, before any work, to replace an existing file unless --force or a yes at an
+    interactive prompt; refuse a path whose folder does not exist."""
+    if path.is_dir():
+        fail(f"{path} is a directory")
+    if not path.parent.is_dir():
+        fail(f"cannot write {path}: folder {path.parent} does not exist")
     if path.exists() and not force:
-        if sys.stdin.isatty() and click.confirm(f"{path} exists; overwrite?", default=False, err=True):
-            pass
-        else:
+        if not (sys.stdin.isatty() and click.confirm(f"{path} exists; overwrite?", default=False, err=True)):
             fail(f"{path} exists; not overwriting it (use --force or another --out)")
+
+
+def write_file(path: Path, text: str) -> Path:
     try:
         path.write_text(text)
     except OSError as e:
@@ -126,6 +132,8 @@ def cli():
 def verify(engine, max_depth, all_invariants, out, force, quiet, **knobs):
     """Explore every behaviour within the bounds; report 'holds' or a shortest counterexample."""
     cfg = make_config(**knobs)
+    if out is not None:
+        check_writable(out, force)
     model = Model(cfg)
     click.echo(f"hwcheck verify: {settings_line(cfg)}")
     click.echo(f"engine {engine}; invariants {', '.join(name for name, _ in model.invariants)}")
@@ -147,9 +155,7 @@ def verify(engine, max_depth, all_invariants, out, force, quiet, **knobs):
             click.echo(trace_table(model, trace, [trace.invariant]))
         doc = json.dumps(to_itf(model, trace), indent=1)
         path = out if (out is not None and i == 0) else free_default_path(cfg, trace.invariant)
-        if out is not None and i > 0:
-            path = out.with_name(f"{out.name.split('.')[0]}-{trace.invariant}.itf.json")
-        write_new_file(path, doc + "\n", force)
+        write_file(path, doc + "\n")
         click.echo(f"trace: {path} (replay with: hwcheck replay {path})")
     click.echo(f"figures: {figures_line(result)}")
     raise click.exceptions.Exit(EXIT_VIOLATION)
@@ -172,12 +178,12 @@ def replay(trace_file):
     model = done.model
     click.echo(f"hwcheck replay: {trace_file}: {settings_line(model.cfg)}")
     click.echo(trace_table(model, done.trace, done.violated))
-    stored = done.trace.invariant
-    if done.violated:
-        click.echo(f"replayed {done.trace.steps} steps: {', '.join(done.violated)} broken in the last state")
+    claimed = done.trace.invariant
+    broken = ", ".join(done.violated) or "no invariant"
+    click.echo(f"replayed {done.trace.steps} steps: {broken} broken in the last state")
+    if claimed and claimed not in done.violated:
+        click.echo(f"the trace was stored as a counterexample to {claimed}, which no longer breaks")
         raise click.exceptions.Exit(EXIT_VIOLATION)
-    click.echo(f"replayed {done.trace.steps} steps: no invariant broken in the last state"
-               + (f" (the trace claims {stored})" if stored else ""))
     raise click.exceptions.Exit(EXIT_HOLDS)
 
 

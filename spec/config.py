@@ -33,7 +33,7 @@ class Config:
     records: int = 2
     crashes: int = 2
     power_failures: int = 0
-    max_epoch: int = 2
+    max_epoch: int = 3
     min_isr: int = 1
     acks: str = "all"
     unclean_election: bool = False

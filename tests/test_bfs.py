@@ -1,0 +1,65 @@
+"""The BFS engine: verdicts on the defaults, shortest traces, replayable traces."""
+
+import pytest
+
+from hwcheck.checker.bfs import bfs
+from hwcheck.checker.trace import load_itf, replay, to_itf
+from hwcheck.spec import Config, Model
+import json
+
+
+def test_hw_defaults_lose_committed_data_with_a_shortest_trace():
+    model = Model(Config(mode="hw"))
+    r = bfs(model)
+    assert r.verdict == "violated"
+    [trace] = r.violations
+    assert trace.invariant == "NoCommittedDataLoss"
+    assert "NoCommittedDataLoss" in model.violated(trace.states[-1])
+    assert all(not model.violated(s) for s in trace.states[:-1])
+    # shortest: nothing breaks within one step less
+    shorter = bfs(model, max_depth=trace.steps - 1)
+    assert shorter.verdict == "holds" and not shorter.complete
+
+
+def test_epoch_defaults_hold_over_the_whole_space():
+    r = bfs(Model(Config(mode="epoch")))
+    assert r.verdict == "holds" and r.complete and r.violations == []
+    assert r.distinct_states > 10_000 and r.depth > 20
+
+
+def test_search_is_deterministic():
+    a, b = bfs(Model(Config(mode="hw", records=1))), bfs(Model(Config(mode="hw", records=1)))
+    assert (a.distinct_states, a.generated_states, a.violations[0].labels) == \
+           (b.distinct_states, b.generated_states, b.violations[0].labels)
+
+
+def test_all_invariants_keeps_the_first_trace_of_each():
+    model = Model(Config(mode="hw"))
+    r = bfs(model, all_invariants=True)
+    names = [t.invariant for t in r.violations]
+    assert names[0] == "NoCommittedDataLoss" and len(names) == len(set(names)) >= 2
+    for t in r.violations:
+        assert t.invariant in model.violated(t.states[-1])
+
+
+def test_distinct_count_matches_an_exact_visited_set():
+    """Fingerprints lose nothing here: the count equals a search keyed by whole states."""
+    model = Model(Config(mode="epoch", records=1, crashes=1))
+    seen, frontier = set(model.init_states()), list(model.init_states())
+    while frontier:
+        nxt = []
+        for s in frontier:
+            for _, t in model.successors(s):
+                if t not in seen:
+                    seen.add(t)
+                    nxt.append(t)
+        frontier = nxt
+    assert bfs(model).distinct_states == len(seen)
+
+
+def test_found_trace_round_trips_through_itf():
+    model = Model(Config(mode="hw"))
+    trace = bfs(model).violations[0]
+    doc = load_itf(json.dumps(to_itf(model, trace)))
+    done = replay(doc)
+    assert done.trace.labels == trace.labels and done.violated[0] == "NoCommittedDataLoss"

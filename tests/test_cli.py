@@ -1,0 +1,135 @@
+"""The command line as a user meets it: exit codes, output, files, bad input."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from .conftest import ROOT, run_cli
+
+CX = ROOT / "counterexamples"
+
+
+def one_line_error(proc):
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert len(lines) == 1 and lines[0].startswith("hwcheck: error:"), proc.stderr
+    assert "Traceback" not in proc.stdout + proc.stderr
+    return lines[0]
+
+
+def test_verify_hw_finds_data_loss_and_writes_a_replayable_trace(tmp_path):
+    out = tmp_path / "loss.itf.json"
+    proc = run_cli("verify", "--mode=hw", "--out", out)
+    assert proc.returncode == 1, proc.stderr
+    assert "verdict: violated: NoCommittedDataLoss" in proc.stdout
+    assert "<- broken: NoCommittedDataLoss" in proc.stdout          # the trace table
+    assert "distinct states" in proc.stdout and "peak RSS" in proc.stdout
+    doc = json.loads(out.read_text())
+    assert doc["#meta"]["format"] == "ITF" and doc["#meta"]["hwcheck"]["invariant"] == "NoCommittedDataLoss"
+    rep = run_cli("replay", out)
+    assert rep.returncode == 0, rep.stderr
+    assert "NoCommittedDataLoss broken in the last state" in rep.stdout
+
+
+def test_verify_epoch_defaults_hold():
+    proc = run_cli("verify", "--mode=epoch")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "verdict: holds" in proc.stdout and "every reachable state" in proc.stdout
+
+
+def test_verify_never_overwrites_an_existing_file(tmp_path):
+    out = tmp_path / "mine.json"
+    out.write_text("precious")
+    line = one_line_error(run_cli("verify", "--mode=hw", "--records=1", "--out", out))
+    assert "exists" in line and out.read_text() == "precious"
+    assert run_cli("verify", "--mode=hw", "--records=1", "--out", out, "--force").returncode == 1
+    assert out.read_text() != "precious"
+
+
+def test_verify_default_trace_name_does_not_replace_files(tmp_path):
+    (tmp_path / "hwcheck-hw-NoCommittedDataLoss.itf.json").write_text("x")
+    proc = run_cli("verify", "--mode=hw", "--records=1", cwd=tmp_path)
+    assert proc.returncode == 1
+    assert (tmp_path / "hwcheck-hw-NoCommittedDataLoss.itf.json").read_text() == "x"
+    assert (tmp_path / "hwcheck-hw-NoCommittedDataLoss-1.itf.json").exists()
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--min-isr=3"], "min_isr=3 exceeds replicas=2"),
+    (["--records=0"], "records=0"),
+    (["--replicas=9"], "replicas=9"),
+])
+def test_verify_bad_knobs_exit_2_with_one_line(args, words):
+    assert words in one_line_error(run_cli("verify", *args))
+
+
+def test_verify_unknown_mode_is_a_usage_error():
+    proc = run_cli("verify", "--mode=kafka")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+
+
+def test_max_depth_bounds_the_search():
+    proc = run_cli("verify", "--mode=hw", "--max-depth=5")
+    assert proc.returncode == 0 and "within depth 5" in proc.stdout
+
+
+def test_every_counterexample_replays():
+    files = sorted(CX.glob("*.itf.json"))
+    assert files
+    for f in files:
+        proc = run_cli("replay", f)
+        assert proc.returncode == 0, f"{f.name}: {proc.stderr}"
+        claimed = json.loads(f.read_text())["#meta"]["hwcheck"]["invariant"]
+        assert f"{claimed}" in proc.stdout.splitlines()[-1]
+
+
+def corrupt(tmp_path, mutate):
+    doc = json.loads((CX / "hw-data-loss.itf.json").read_text())
+    mutate(doc)
+    path = tmp_path / "bad.itf.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_replay_refuses_a_changed_state(tmp_path):
+    def change(doc):
+        doc["states"][6]["replicas"]["r0"]["hw"] = 0
+    line = one_line_error(run_cli("replay", corrupt(tmp_path, change)))
+    assert "step 6" in line and "replicas.r0.hw" in line
+
+
+def test_replay_refuses_a_step_that_is_not_enabled(tmp_path):
+    def swap(doc):
+        doc["states"][1]["#meta"]["action"] = "produce(r1)"
+    line = one_line_error(run_cli("replay", corrupt(tmp_path, swap)))
+    assert "step 1 (produce(r1)): not enabled" in line
+
+
+def test_replay_refuses_an_unknown_action(tmp_path):
+    def rename(doc):
+        doc["states"][2]["#meta"]["action"] = "teleport(r1)"
+    assert "unknown action 'teleport'" in one_line_error(run_cli("replay", corrupt(tmp_path, rename)))
+
+
+def test_replay_refuses_malformed_and_truncated_files(tmp_path):
+    text = (CX / "hw-data-loss.itf.json").read_text()
+    (tmp_path / "cut.json").write_text(text[: len(text) // 2])
+    assert "malformed JSON" in one_line_error(run_cli("replay", tmp_path / "cut.json"))
+    (tmp_path / "other.json").write_text(json.dumps({"vars": [], "states": []}))
+    assert "not an hwcheck ITF trace" in one_line_error(run_cli("replay", tmp_path / "other.json"))
+    assert "cannot read" in one_line_error(run_cli("replay", tmp_path / "missing.json"))
+
+
+def test_replay_refuses_a_trace_with_bad_settings(tmp_path):
+    def bad(doc):
+        doc["#meta"]["hwcheck"]["config"]["min_isr"] = 7
+    assert "min_isr=7" in one_line_error(run_cli("replay", corrupt(tmp_path, bad)))
+
+
+def test_replay_says_when_the_stored_violation_no_longer_breaks(tmp_path):
+    """A trace cut before its last step replays but no longer shows the stored violation."""
+    def cut(doc):
+        doc["states"] = doc["states"][:-1]
+    proc = run_cli("replay", corrupt(tmp_path, cut))
+    assert proc.returncode == 1 and "no longer breaks" in proc.stdout

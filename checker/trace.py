@@ -128,3 +128,67 @@ def replay(doc: dict, check_states: bool = True) -> Replay:
                 raise TraceError(f"step {i} ({text}): state differs: {_first_difference(expected, got)}")
     trace = Trace(states, labels, doc["#meta"]["hwcheck"].get("invariant"))
     return Replay(model, trace, model.violated(state))
+
+
+def _core(model: Model, s) -> dict:
+    """What every mode shares: per replica alive/role/epoch/log/HW, the controller, the acks."""
+    full = model.to_json(s)
+    keep = ("alive", "role", "leader_epoch", "log", "hw")
+    return {
+        "replicas": {r: {k: v[k] for k in keep} for r, v in full["replicas"].items()},
+        "controller": full["controller"],
+        "acked": full["history"]["acked"],
+    }
+
+
+@dataclass
+class Differential:
+    """The stored schedule of steps run under another mode."""
+    original: Replay
+    model: Model
+    trace: Trace                      # the steps that ran under the other mode
+    refused_at: Optional[int] = None  # first step the other mode refuses
+    refused_why: str = ""
+    parted_at: Optional[int] = None   # first step whose shared state differs
+    parted_how: str = ""
+    violated: List[Tuple[int, str]] = field(default_factory=list)  # (step, invariant) first breaks
+
+
+def differential(doc: dict, mode: str) -> Differential:
+    """Replay a stored trace's labels under ``mode`` (same other settings): where the other mode
+    refuses a step, where the states part ways, and which invariants still break."""
+    original = replay(doc)
+    model = Model(trace_config(doc, mode=mode))
+    state = model.init_states()[0]
+    diff = Differential(original, model, Trace([state], [], None))
+    seen = set()
+
+    def note(i, s):
+        for name in model.violated(s):
+            if name not in seen:
+                seen.add(name)
+                diff.violated.append((i, name))
+
+    note(0, state)
+    for i, label in enumerate(original.trace.labels, start=1):
+        text = original.model.format_label(label)
+        try:
+            label = model.parse_label(text)
+        except ConfigError as e:
+            diff.refused_at, diff.refused_why = i, f"{text}: {e}"
+            break
+        nxt = model.step(state, label)
+        if nxt is None:
+            diff.refused_at, diff.refused_why = i, f"{text}: not enabled in mode {model.cfg.mode}"
+            break
+        state = nxt
+        diff.trace.states.append(state)
+        diff.trace.labels.append(label)
+        note(i, state)
+        if diff.parted_at is None:
+            a, b = _core(original.model, original.trace.states[i]), _core(model, state)
+            if a != b:
+                diff.parted_at = i
+                diff.parted_how = f"{text}: " + _first_difference(b, a).replace(
+                    "trace has", f"{original.model.cfg.mode} has").replace("spec gives", f"{model.cfg.mode} has")
+    return diff

@@ -10,11 +10,14 @@ import sys
 import time
 from pathlib import Path
 
+import tomllib
+
 import click
 
 from hwcheck.checker.bfs import bfs
+from hwcheck.checker.gate import GateError, junit_xml, parse_gate, run_entry
 from hwcheck.checker.result import INTERRUPTED, VIOLATED
-from hwcheck.checker.trace import TraceError, load_itf, replay as replay_trace, to_itf
+from hwcheck.checker.trace import TraceError, differential, load_itf, replay as replay_trace, to_itf
 from hwcheck.spec import Config, ConfigError, Model
 from hwcheck.spec.config import ACKS, MODE_ALIASES, MODES, RESPONSE_HW
 
@@ -161,20 +164,33 @@ def verify(engine, max_depth, all_invariants, out, force, quiet, **knobs):
     raise click.exceptions.Exit(EXIT_VIOLATION)
 
 
+def read_text(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError as e:
+        fail(f"cannot read {path}: {e.strerror}")
+    except UnicodeDecodeError:
+        fail(f"{path}: not a text file")
+
+
 @cli.command()
 @click.argument("trace_file", metavar="TRACE", type=click.Path(dir_okay=False, path_type=Path))
-def replay(trace_file):
+@click.option("--mode", "other_mode", type=click.Choice(list(MODES) + list(MODE_ALIASES)), default=None,
+              help="differential replay: run the same schedule of steps under this mode")
+def replay(trace_file, other_mode):
     """Re-run a stored ITF counterexample through the spec, step by step."""
+    text = read_text(trace_file)
     try:
-        text = trace_file.read_text()
-    except OSError as e:
-        fail(f"cannot read {trace_file}: {e.strerror}")
-    except UnicodeDecodeError:
-        fail(f"{trace_file}: not a text file")
-    try:
-        done = replay_trace(load_itf(text))
+        doc = load_itf(text)
+        if other_mode is not None:
+            diff = differential(doc, other_mode)
+        else:
+            done = replay_trace(doc)
     except TraceError as e:
         fail(f"{trace_file}: {e}")
+    if other_mode is not None:
+        report_differential(trace_file, diff)
+        raise click.exceptions.Exit(EXIT_HOLDS)
     model = done.model
     click.echo(f"hwcheck replay: {trace_file}: {settings_line(model.cfg)}")
     click.echo(trace_table(model, done.trace, done.violated))
@@ -185,6 +201,95 @@ def replay(trace_file):
         click.echo(f"the trace was stored as a counterexample to {claimed}, which no longer breaks")
         raise click.exceptions.Exit(EXIT_VIOLATION)
     raise click.exceptions.Exit(EXIT_HOLDS)
+
+
+def load_gate_table(gate_file):
+    """The gate entries: from FILE (``[gate.NAME]`` tables, or a pyproject's
+    ``[tool.hwcheck.gate.NAME]``), else from ./pyproject.toml."""
+    path = gate_file if gate_file is not None else Path("pyproject.toml")
+    text = read_text(path)
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        fail(f"{path}: malformed TOML: {e}")
+    table = doc.get("tool", {}).get("hwcheck", {}).get("gate") if "tool" in doc else doc.get("gate")
+    if table is None:
+        where = "[tool.hwcheck.gate]" if "tool" in doc or gate_file is None else "[gate.NAME] tables"
+        fail(f"{path}: no gate entries ({where} missing)")
+    unknown = sorted(set(doc) - {"gate"}) if "tool" not in doc else []
+    if unknown:
+        fail(f"{path}: unknown top-level key(s) {', '.join(unknown)} (entries go under [gate.NAME])")
+    try:
+        return path, parse_gate(table)
+    except GateError as e:
+        fail(f"{path}: {e}")
+
+
+def non_default_settings(cfg: Config) -> str:
+    d, base = cfg.as_dict(), DEFAULTS.as_dict()
+    return " ".join(f"{k}={str(v).lower() if isinstance(v, bool) else v}"
+                    for k, v in d.items() if k != "mode" and v != base[k]) or "defaults"
+
+
+@cli.command()
+@click.argument("gate_file", metavar="[FILE]", required=False, type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="also write the results as JUnit XML")
+@click.option("--force", is_flag=True, help="overwrite --junit if it exists")
+def gate(gate_file, junit, force):
+    """Check a matrix of (mode, settings) -> expected verdict; exit 1 when a verdict moved."""
+    path, entries = load_gate_table(gate_file)
+    if junit is not None:
+        check_writable(junit, force)
+    click.echo(f"hwcheck gate: {len(entries)} entries from {path}")
+    outcomes = []
+    for entry in entries:
+        outcome = run_entry(entry)
+        outcomes.append(outcome)
+        mark = "ok  " if outcome.passed else "FAIL"
+        click.echo(f"  {mark} {entry.name}: {outcome.got} ({outcome.result.elapsed:.1f} s)")
+    header = ["entry", "mode", "settings", "expected", "got", "states", "depth", "time", ""]
+    rows = []
+    for o in outcomes:
+        e = o.entry
+        want = e.expect + (f"({e.steps})" if e.steps is not None and e.expect != "holds" else "")
+        rows.append([e.name, e.config.mode, non_default_settings(e.config), want, o.got,
+                     f"{o.result.distinct_states:,}", str(o.result.depth), f"{o.result.elapsed:.1f} s",
+                     "ok" if o.passed else "MOVED"])
+    widths = [max(len(r[c]) for r in [header] + rows) for c in range(len(header))]
+    click.echo("")
+    for r in [header, ["-" * w for w in widths]] + rows:
+        click.echo("  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip())
+    if junit is not None:
+        write_file(junit, junit_xml(outcomes))
+        click.echo(f"junit: {junit}")
+    failed = [o for o in outcomes if not o.passed]
+    if failed:
+        for o in failed:
+            click.echo(f"verdict moved: {o.entry.name}: {o.failure()}")
+        raise click.exceptions.Exit(EXIT_VIOLATION)
+    click.echo(f"all {len(outcomes)} verdicts as expected")
+    raise click.exceptions.Exit(EXIT_HOLDS)
+
+
+def report_differential(trace_file: Path, diff) -> None:
+    a, b = diff.original.model.cfg.mode, diff.model.cfg.mode
+    click.echo(f"hwcheck replay: {trace_file} (found under {a}) with its steps run under {b}")
+    click.echo(trace_table(diff.model, diff.trace, [name for _, name in diff.violated]))
+    steps = diff.original.trace.steps
+    if diff.parted_at is not None:
+        click.echo(f"parts ways at step {diff.parted_at}: {diff.parted_how}")
+    else:
+        click.echo("the shared state (logs, HWs, roles, controller, acks) never parts ways")
+    if diff.refused_at is not None:
+        click.echo(f"refused at step {diff.refused_at} of {steps}: {diff.refused_why}")
+    else:
+        click.echo(f"all {steps} steps run under {b}")
+    claimed = diff.original.trace.invariant
+    if diff.violated:
+        click.echo("breaks under " + b + ": " + ", ".join(f"{name} at step {i}" for i, name in diff.violated))
+    else:
+        click.echo(f"breaks under {b}: nothing" + (f" ({claimed} holds throughout)" if claimed else ""))
 
 
 def main() -> None:

@@ -4,7 +4,7 @@ import importlib
 import pytest
 
 MODULES = ["hwcheck.spec.config", "hwcheck.spec.state", "hwcheck.spec.log", "hwcheck.spec.model",
-           "hwcheck.checker.bfs"]
+           "hwcheck.checker.bfs", "hwcheck.checker.gate"]
 
 
 @pytest.mark.parametrize("name", MODULES)

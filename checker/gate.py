@@ -1,0 +1,118 @@
+"""The invariant gate: a matrix of (mode, settings) -> expected verdict, checked on every change.
+
+An entry names a mode and any knobs, and ``expect``: ``"holds"`` (no invariant breaks within the
+bounds) or the name of an invariant that must break; ``steps`` optionally pins the length of the
+shortest trace that breaks it. Every entry runs with all invariants, keeping the first trace of
+each, so a row reports everything that breaks.
+
+>>> entries = parse_gate({"hw-loss": {"mode": "hw", "records": 1, "expect": "NoCommittedDataLoss", "steps": 10}})
+>>> outcome = run_entry(entries[0])
+>>> outcome.passed, outcome.got
+(True, 'NoCommittedDataLoss(10)')
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Dict, List, Optional
+from xml.sax.saxutils import escape, quoteattr
+
+from hwcheck.spec import Config, ConfigError, Model
+from hwcheck.spec.invariants import INVARIANTS
+
+from .bfs import bfs
+from .result import Result
+
+HOLDS = "holds"
+KNOBS = {f.name for f in fields(Config)}
+ENTRY_KEYS = KNOBS | {"expect", "steps", "max_depth", "description"}
+
+
+class GateError(ValueError):
+    """A gate file that cannot be used (one line for the user)."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    name: str
+    config: Config
+    expect: str
+    steps: Optional[int] = None
+    max_depth: Optional[int] = None
+    description: str = ""
+
+
+@dataclass
+class Outcome:
+    entry: Entry
+    result: Result
+
+    @property
+    def broken(self) -> Dict[str, int]:
+        return {t.invariant: t.steps for t in self.result.violations}
+
+    @property
+    def got(self) -> str:
+        return ", ".join(f"{name}({steps})" for name, steps in self.broken.items()) or HOLDS
+
+    @property
+    def passed(self) -> bool:
+        e, broken = self.entry, self.broken
+        if e.expect == HOLDS:
+            return not broken and self.result.verdict == "holds"
+        return e.expect in broken and (e.steps is None or broken[e.expect] == e.steps)
+
+    def failure(self) -> str:
+        e = self.entry
+        want = e.expect + (f" in {e.steps} steps" if e.steps is not None and e.expect != HOLDS else "")
+        return f"expected {want}, got {self.got}"
+
+
+def parse_gate(table: dict) -> List[Entry]:
+    """Entries from a mapping of name -> settings (the ``[tool.hwcheck.gate]`` table)."""
+    if not isinstance(table, dict) or not table:
+        raise GateError("the gate has no entries")
+    names = {name for name, _ in INVARIANTS}
+    entries = []
+    for name, spec in table.items():
+        if not isinstance(spec, dict):
+            raise GateError(f"entry {name!r}: expected a table of settings")
+        unknown = sorted(set(spec) - ENTRY_KEYS)
+        if unknown:
+            raise GateError(f"entry {name!r}: unknown key(s) {', '.join(unknown)}")
+        expect = spec.get("expect")
+        if expect != HOLDS and expect not in names:
+            raise GateError(f"entry {name!r}: expect must be 'holds' or one of {', '.join(sorted(names))}, got {expect!r}")
+        for key in ("steps", "max_depth"):
+            if key in spec and (not isinstance(spec[key], int) or isinstance(spec[key], bool) or spec[key] < 0):
+                raise GateError(f"entry {name!r}: {key} must be a non-negative integer")
+        try:
+            cfg = Config.from_dict({k: v for k, v in spec.items() if k in KNOBS})
+        except (ConfigError, TypeError) as e:
+            raise GateError(f"entry {name!r}: {e}") from None
+        entries.append(Entry(name, cfg, expect, spec.get("steps"), spec.get("max_depth"),
+                             str(spec.get("description", ""))))
+    return entries
+
+
+def run_entry(entry: Entry) -> Outcome:
+    return Outcome(entry, bfs(Model(entry.config), max_depth=entry.max_depth, all_invariants=True))
+
+
+def junit_xml(outcomes: List[Outcome]) -> str:
+    """JUnit XML, one testcase per entry, as CI systems display it."""
+    failures = sum(not o.passed for o in outcomes)
+    total_time = sum(o.result.elapsed for o in outcomes)
+    lines = ['<?xml version="1.0" encoding="UTF-8"?>',
+             f'<testsuite name="hwcheck-gate" tests="{len(outcomes)}" failures="{failures}" errors="0" '
+             f'time="{total_time:.3f}">']
+    for o in outcomes:
+        attrs = f'classname="hwcheck.gate.{o.entry.config.mode}" name={quoteattr(o.entry.name)} time="{o.result.elapsed:.3f}"'
+        out = (f"{o.entry.config.as_dict()}\ngot {o.got}; {o.result.distinct_states} distinct states, "
+               f"depth {o.result.depth}")
+        if o.passed:
+            lines.append(f"  <testcase {attrs}><system-out>{escape(out)}</system-out></testcase>")
+        else:
+            lines.append(f"  <testcase {attrs}><failure message={quoteattr(o.failure())}>{escape(out)}</failure></testcase>")
+    lines.append("</testsuite>")
+    return "\n".join(lines) + "\n"

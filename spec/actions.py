@@ -245,9 +245,12 @@ def flush(s: State, rules: Rules, r: int) -> Optional[State]:
 
 def restart(s: State, rules: Rules, r: int) -> Optional[State]:
     """A broker comes back with log, HW and epoch cache from disk and waits for LeaderAndIsr.
-    Before 0.11 it truncates to its HW right away (seeds 000/001: restart, truncate to HW)."""
+    Before 0.11 it truncates to its HW right away (seeds 000/001: restart, truncate to HW).
+    With KIP-380 the controller has handled its failure first (no missed bounce)."""
     rep = s.replicas[r]
     if rep.alive:
+        return None
+    if rules.mode.restart_after_detection and _failure_unhandled(s, r):
         return None
     rep = rep._replace(alive=1)
     if not rules.mode.epochs:
@@ -257,16 +260,21 @@ def restart(s: State, rules: Rules, r: int) -> Optional[State]:
 
 # ---------------------------------------------------------------- controller
 
+def _failure_unhandled(s: State, r: int) -> bool:
+    """The controller still counts r as leader, or as an ISR member it could drop."""
+    c = s.controller
+    return c.leader == r or (c.isr >> r & 1 and _size(c.isr) > 1)
+
+
 def controller_detect_failure(s: State, rules: Rules, r: int) -> Optional[State]:
     """The controller notices a dead broker: drops it from the ISR (never emptying it) and, if it
-    led, leaves the partition without a leader. Separate from crash: a fast restart can win."""
+    led, leaves the partition without a leader. Separate from crash: before KIP-380 a fast restart
+    can win."""
     c = s.controller
-    if s.replicas[r].alive:
+    if s.replicas[r].alive or not _failure_unhandled(s, r):
         return None
     isr = c.isr & ~(1 << r) if _size(c.isr) > 1 else c.isr
     leader = UNDEFINED if c.leader == r else c.leader
-    if isr == c.isr and leader == c.leader:
-        return None
     return s._replace(controller=c._replace(leader=leader, isr=isr))
 
 

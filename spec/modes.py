@@ -11,6 +11,10 @@ The actions in ``actions.py`` are shared by every mode; a mode only answers thes
 - ``expand_waits_for_epoch_start``: may a follower join the ISR only once it has reached the start
   offset of the leader's current epoch (KIP-320's ISR rule)?
 - ``leader_answer``: how a leader answers OffsetsForLeaderEpoch(requested epoch).
+- ``restart_after_detection``: does the controller notice every bounce (KIP-380, 2.2: a restarted
+  broker registers with a new broker epoch, and the controller handles it as a failure before the
+  broker serves again)? Before that a quick restart could be missed (KAFKA-1120) and the broker
+  re-applied the LeaderAndIsr it had before, even as leader at the same epoch.
 
 The follower's side of the exchange is the same function in every epoch mode
 (``follower_truncation``): Kafka 2.x follows the 0.11 rule when the answer carries no epoch.
@@ -67,11 +71,13 @@ class Mode:
     fenced: bool
     expand_waits_for_epoch_start: bool
     leader_answer: Optional[Callable[[Tuple[Entry, ...], int, int], Entry]]
+    restart_after_detection: bool
 
 
 MODE_RULES: Dict[str, Mode] = {
-    "hw": Mode("hw", "before 0.11", False, False, False, False, None),
-    "kip101": Mode("kip101", "0.11", True, False, False, False, kip101_answer),
-    "kip279": Mode("kip279", "2.0", True, False, False, False, kip279_answer),
-    "epoch": Mode("epoch", "2.1 to today (KIP-320)", True, True, True, True, kip279_answer),
+    "hw": Mode("hw", "before 0.11", False, False, False, False, None, False),
+    "kip101": Mode("kip101", "0.11", True, False, False, False, kip101_answer, False),
+    "kip279": Mode("kip279", "2.0", True, False, False, False, kip279_answer, False),
+    "epoch": Mode("epoch", "2.1 to today (KIP-320, with KIP-380's bounce detection)", True, True, True, True,
+                  kip279_answer, True),
 }

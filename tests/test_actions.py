@@ -175,10 +175,12 @@ def test_hw_mode_truncates_to_hw_on_restart(hw_model):
 
 
 def test_epoch_mode_keeps_the_log_on_restart_and_asks_the_leader(epoch_model):
-    s = run_labels(epoch_model, [P0, SF1, LH01, FH1, ("crash", 1), ("restart", 1), ("become_follower", 1)])[-1]
+    s = run_labels(epoch_model, [P0, SF1, LH01, FH1, ("crash", 1), ("controller_detect_failure", 1),
+                                 ("restart", 1), ("become_follower", 1)])[-1]
     f = s.replicas[1]
     assert f.log == ((0, 0),) and f.epoch_cache == ((0, 0),) and f.truncating and f.role == FOLLOWER
-    s = run_labels(epoch_model, [P0, SF1, LH01, FH1, ("crash", 1), ("restart", 1), ("become_follower", 1),
+    s = run_labels(epoch_model, [P0, SF1, LH01, FH1, ("crash", 1), ("controller_detect_failure", 1),
+                                 ("restart", 1), ("become_follower", 1),
                                  ("send_epoch_request", 1), ("leader_handle_epoch_request", 0, 1)])[-1]
     assert s.inflight[1][2:] == (0, 1)          # epoch 0 ends at the leader's LEO 1
     f = epoch_model.step(s, ("follower_handle_epoch_response", 1)).replicas[1]
@@ -188,6 +190,15 @@ def test_epoch_mode_keeps_the_log_on_restart_and_asks_the_leader(epoch_model):
 def test_epoch_mode_new_leader_adds_cache_entry_on_taking_office(epoch_model):
     s = run_labels(epoch_model, [P0, ("elect", 1), ("become_leader", 1)])[-1]
     assert s.replicas[1].epoch_cache == ((1, 0),)
+
+
+def test_epoch_mode_restarts_only_after_the_controller_handled_the_failure(epoch_model, hw_model):
+    """KIP-380: a bounce is never missed; before it (hw mode here) a fast restart can win."""
+    s = run_labels(epoch_model, [("crash", 0)])[-1]
+    assert epoch_model.step(s, ("restart", 0)) is None
+    s = epoch_model.step(s, ("controller_detect_failure", 0))
+    assert s.controller.leader == -1 and epoch_model.step(s, ("restart", 0)) is not None
+    assert hw_model.step(run_labels(hw_model, [("crash", 0)])[-1], ("restart", 0)) is not None
 
 
 # ------------------------------------------------------------------ config validation

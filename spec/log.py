@@ -15,13 +15,17 @@ from .state import UNDEFINED, Entry, Replica
 
 
 def truncate(rep: Replica, offset: int) -> Replica:
-    """Truncate the log to ``offset`` (a no-op at or beyond the LEO, as Log.truncateTo).
+    """Truncate the log to ``offset`` (Log.truncateTo).
 
     HW and the flushed point follow the log down; epoch-cache entries that start at or
-    beyond the new end are removed (LeaderEpochFileCache.truncateFromEnd).
+    beyond the new end are removed (LeaderEpochFileCache.truncateFromEnd). At or beyond the LEO
+    the log stays, but the cache is still trimmed to the LEO: a leader that took office and wrote
+    nothing left an entry there that conflicts with the new leader's epochs (Kafka 2.1 on,
+    "Always truncate epoch cache ..."); without this a follower asks about that epoch forever.
     """
     if offset >= rep.leo:
-        return rep
+        cache = tuple(e for e in rep.epoch_cache if e[1] < rep.leo)
+        return rep if cache == rep.epoch_cache else rep._replace(epoch_cache=cache)
     return rep._replace(
         log=rep.log[:offset],
         hw=min(rep.hw, offset),

@@ -101,3 +101,15 @@ def test_isr_expansion_waits_for_the_epoch_start(mode, waits):
     r0 = r0._replace(remote_leo=(U, 1))
     s = s._replace(replicas=(r0,) + s.replicas[1:])
     assert model.step(s, ("expand_isr", 0, 1)).controller.isr == 0b11
+
+
+def test_truncation_at_the_leo_still_trims_a_leftover_epoch_entry():
+    """A leader that took office at epoch 2 (entry (2, 1)) and wrote nothing becomes a follower;
+    the new leader knows epoch 1 only. The follower steps back to offset 1 = its LEO: the log stays,
+    the conflicting (2, 1) entry goes, so its next request asks about epoch 0 instead of 2 forever."""
+    from hwcheck.spec.log import truncate
+    f = follower(((0, 0), (2, 1)), 1, 1)
+    offset, done = follower_truncation(f, (1, 1))
+    assert (offset, done) == (1, False)
+    g = truncate(f, offset)
+    assert g.log == f.log and g.epoch_cache == ((0, 0),)

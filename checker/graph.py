@@ -29,7 +29,8 @@ from typing import Dict, Iterable, List, Optional, Tuple
 
 import networkx as nx
 
-from hwcheck.spec.state import FOLLOWER, LEADER, UNDEFINED, State, members
+from hwcheck.spec.state import (EPOCH_REQUEST, FETCH, FETCH_RESPONSE, FOLLOWER, LEADER, UNDEFINED, State,
+                                members)
 
 from .bfs import fingerprint
 from .result import Trace
@@ -331,19 +332,44 @@ ROLE = {LEADER: "L", FOLLOWER: "F"}
 
 
 def summary(s: State) -> str:
-    """A state in a few lines: per replica role+epoch (or down), log records, HW; the
-    controller's leader, epoch and ISR."""
+    """A state in a few lines: per replica role+epoch (or down), log records, HW, a leader's
+    remote LEOs (rl), the replica's message in flight; the controller's leader, epoch and ISR.
+
+    >>> from hwcheck.spec import Config, Model
+    >>> m = Model(Config(mode="hw"))
+    >>> print(summary(m.step(m.init_states()[0], ("send_fetch", 1))))
+    r0 L0 [] hw0 rl0
+    r1 F0 [] hw0 fetch@0
+    ctl r0 e0 {r0,r1}
+    """
     n = len(s.replicas)
     lines = []
     for r, rep in enumerate(s.replicas):
         head = "down" if not rep.alive else ROLE.get(rep.role, "-") + (str(rep.leader_epoch) if rep.role else "")
         log = ",".join(str(rec) for rec, _ in rep.log)
-        lines.append(f"r{r} {head} [{log}] hw{rep.hw}")
+        line = f"r{r} {head} [{log}] hw{rep.hw}"
+        if rep.alive and rep.role == LEADER:
+            line += " rl" + ",".join("?" if v == UNDEFINED else str(v) for f, v in enumerate(rep.remote_leo) if f != r)
+        msg = s.inflight[r]
+        if msg:
+            line += " " + _message(msg)
+        lines.append(line)
     c = s.controller
     leader = "-" if c.leader == UNDEFINED else f"r{c.leader}"
     isr = ",".join(f"r{r}" for r in members(c.isr, n))
     lines.append(f"ctl {leader} e{c.epoch} {{{isr}}}")
     return "\n".join(lines)
+
+
+def _message(msg: tuple) -> str:
+    kind = msg[0]
+    if kind == FETCH:
+        return f"fetch@{msg[3]}"
+    if kind == FETCH_RESPONSE:
+        return f"resp[{','.join(str(rec) for rec, _ in msg[2])}]hw{msg[3]}"
+    if kind == EPOCH_REQUEST:
+        return f"epoch?{msg[3]}"
+    return f"epoch={msg[2]}:{msg[3]}"
 
 
 def chain_text(chain: List[List[Tuple]], limit: int = 3) -> str:

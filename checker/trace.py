@@ -94,6 +94,8 @@ class Replay:
     model: Model
     trace: Trace
     violated: List[str] = field(default_factory=list)   # invariants broken in the last state
+    loop: Optional[int] = None        # a lasso: after the last state comes states[loop] ...
+    closing: Optional[Tuple] = None   # ... by this label (None: stuttering at the last state)
 
 
 def replay(doc: dict, check_states: bool = True) -> Replay:
@@ -127,7 +129,36 @@ def replay(doc: dict, check_states: bool = True) -> Replay:
             if expected != got:
                 raise TraceError(f"step {i} ({text}): state differs: {_first_difference(expected, got)}")
     trace = Trace(states, labels, doc["#meta"]["hwcheck"].get("invariant"))
-    return Replay(model, trace, model.violated(state))
+    done = Replay(model, trace, model.violated(state))
+    if "loop" in doc:
+        done.loop, done.closing = _replay_loop(model, doc, states)
+    return done
+
+
+def _replay_loop(model: Model, doc: dict, states: list):
+    """A lasso (ITF ``loop``): the closing step ``#meta.hwcheck.loop_action`` leads from the last
+    state back to ``states[loop]``; ``stutter`` closes a one-state loop at the last state."""
+    loop, n = doc["loop"], len(states)
+    if not isinstance(loop, int) or isinstance(loop, bool) or not 0 <= loop < n:
+        raise TraceError(f"loop: {loop!r} is not a state index (0..{n - 1})")
+    text = doc["#meta"]["hwcheck"].get("loop_action")
+    if not isinstance(text, str):
+        raise TraceError("loop: #meta.hwcheck.loop_action is missing")
+    if text == "stutter":
+        if loop != n - 1:
+            raise TraceError(f"loop: stuttering closes only at the last state ({n - 1}), not at {loop}")
+        return loop, None
+    try:
+        label = model.parse_label(text)
+    except ConfigError as e:
+        raise TraceError(f"loop ({text}): {e}") from None
+    back = model.step(states[-1], label)
+    if back is None:
+        raise TraceError(f"loop ({text}): not enabled in the last state")
+    if back != states[loop]:
+        raise TraceError(f"loop ({text}): does not lead back to state {loop}: "
+                         f"{_first_difference(model.to_json(back), model.to_json(states[loop]))}")
+    return loop, label
 
 
 def _core(model: Model, s) -> dict:

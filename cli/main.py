@@ -298,3 +298,9 @@ def main() -> None:
     except KeyboardInterrupt:
         click.echo("hwcheck: interrupted", err=True)
         sys.exit(EXIT_INTERRUPTED)
+
+
+# the state-graph commands (issue 6): `hwcheck graph`, `verify --liveness`, `replay --focus`
+from .graph import register as _register_graph  # noqa: E402
+
+_register_graph(verify, replay)

@@ -1,0 +1,266 @@
+"""The state graph: symmetry quotient, chains, SCCs, export, liveness lassos, trace focusing."""
+
+import itertools
+import json
+
+import networkx as nx
+import pytest
+
+from hwcheck.checker.bfs import bfs
+from hwcheck.checker.focus import focus, replays_to
+from hwcheck.checker.graph import (compress_chains, concrete_trace, condense, explore, GraphTooLarge,
+                                   mark_violations, shortest_violation, symmetry_quotient)
+from hwcheck.checker.liveness import (PROPERTIES, check_liveness, lasso_to_itf, lasso_violates,
+                                      replay_lasso)
+from hwcheck.checker.trace import TraceError, load_itf, replay, to_itf
+from hwcheck.spec import Config, Model
+
+from .conftest import ROOT, run_cli
+
+CX = ROOT / "counterexamples"
+
+
+# ------------------------------------------------------------------ symmetry quotient
+
+def json_canonical(model, state) -> str:
+    """An independent canonicalisation: rename replica names inside the ITF JSON of a state
+    under every permutation and keep the least serialisation."""
+    doc = model.to_json(state)
+    n = model.cfg.replicas
+    best = None
+    for perm in itertools.permutations(range(n)):
+        name = {f"r{r}": f"r{perm[r]}" for r in range(n)}
+
+        def ren(x):
+            return None if x is None else name[x]
+
+        replicas = {}
+        for r, v in doc["replicas"].items():
+            v = dict(v, leader=ren(v["leader"]))
+            if "isr" in v:
+                v["isr"] = sorted(ren(x) for x in v["isr"]["#set"])
+                v["remote_leo"] = {ren(f): o for f, o in v["remote_leo"].items()}
+            replicas[ren(r)] = v
+        c = doc["controller"]
+        out = {"replicas": replicas, "history": doc["history"],
+               "controller": {"leader": ren(c["leader"]), "epoch": c["epoch"],
+                              "isr": sorted(ren(x) for x in c["isr"]["#set"])},
+               "inflight": {ren(f): dict(m, leader=ren(m["leader"])) for f, m in doc["inflight"].items()}}
+        text = json.dumps(out, sort_keys=True)
+        if best is None or text < best:
+            best = text
+    return best
+
+
+def test_symmetry_quotient_on_three_replicas_counts_the_canonical_states_and_keeps_the_verdict():
+    model = Model(Config(mode="hw", replicas=3, records=1, crashes=0, max_epoch=1, acks="1"))
+    g = explore(model)
+    q = symmetry_quotient(g, model)
+    # independent: every reachable state (own search through successors), canonicalised on JSON
+    seen, todo = set(), list(model.init_states())
+    seen.update(todo)
+    while todo:
+        s = todo.pop()
+        for _, t in model.successors(s):
+            if t not in seen:
+                seen.add(t)
+                todo.append(t)
+    assert len(seen) == g.number_of_nodes()
+    classes = {json_canonical(model, s) for s in seen}
+    assert q.number_of_nodes() == len(classes) < g.number_of_nodes()
+    # the verdict: same broken invariants, same shortest length, a replayable concrete trace
+    result = bfs(model)
+    assert result.verdict == "violated"
+    names = lambda h: {n for _, d in h.nodes(data=True) for n in d["violated"]}  # noqa: E731
+    assert names(q) == names(g) and "NoCommittedDataLoss" in names(g)
+    steps, path = shortest_violation(q)
+    assert steps == shortest_violation(g)[0] == result.violations[0].steps
+    trace = concrete_trace(model, q, path, "NoCommittedDataLoss")
+    assert replays_to(model, trace.labels, "NoCommittedDataLoss") is not None
+
+
+def test_chains_and_components_keep_the_violation_and_partition_the_states():
+    model = Model(Config(mode="hw", records=1, crashes=1, max_epoch=1))
+    g = explore(model)
+    q = symmetry_quotient(g, model)
+    c = compress_chains(q)
+    assert c.number_of_nodes() < q.number_of_nodes()
+    assert shortest_violation(c)[0] == shortest_violation(q)[0] == 10
+    assert sum(d["steps"] for _, _, d in c.edges(data=True)) >= q.number_of_edges()
+    s = condense(c)
+    assert nx.is_directed_acyclic_graph(s)
+    assert sum(d["size"] for _, d in s.nodes(data=True)) == c.number_of_nodes()
+    assert mark_violations(s) == sum(1 for _, d in s.nodes(data=True) if d["violated"]) > 0
+    marked = [v for v, d in s.nodes(data=True) if d["on_path"]]
+    assert any(s.nodes[v]["init"] for v in marked)
+
+
+def test_explore_refuses_past_the_node_limit_with_an_estimate():
+    with pytest.raises(GraphTooLarge) as e:
+        explore(Model(Config(mode="epoch")), max_nodes=500)
+    assert "--max-nodes=500" in str(e.value) and "estimated" in str(e.value)
+
+
+def test_graph_command_exports_each_format(tmp_path):
+    knobs = ["--mode=hw", "--records=1", "--crashes=1", "--max-epoch=1"]
+    for suffix in (".dot", ".graphml", ".json"):
+        out = tmp_path / f"g{suffix}"
+        proc = run_cli("graph", *knobs, "--out", out)
+        assert proc.returncode == 1, proc.stderr          # violating states exist
+        for name in ("explored", "symmetry", "chains", "scc"):
+            assert name in proc.stdout
+        assert "982 nodes" in proc.stdout and "nearest violation 10 steps" in proc.stdout
+    dot = (tmp_path / "g.dot").read_text()
+    assert dot.startswith("digraph") and "fillcolor" in dot and "color=red" in dot
+    assert nx.read_graphml(tmp_path / "g.graphml").number_of_nodes() > 0
+    doc = json.loads((tmp_path / "g.json").read_text())
+    assert any(n["violated"] for n in doc["nodes"]) and any(e["on_path"] for e in doc["links"])
+    paths = run_cli("graph", *knobs, "--reduce", "symmetry", "--paths-only", "--out", tmp_path / "p.dot")
+    assert "paths" in paths.stdout and "NoCommittedDataLoss" in (tmp_path / "p.dot").read_text()
+
+
+def test_graph_command_refuses_bad_input_in_one_line(tmp_path):
+    def err(*args):
+        proc = run_cli("graph", *args)
+        lines = proc.stderr.strip().splitlines()
+        assert proc.returncode == 2 and len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+        return lines[0]
+    assert "estimated" in err("--mode=epoch", "--max-nodes=300", "--out", tmp_path / "a.dot")
+    assert "unknown graph format" in err("--mode=hw", "--out", tmp_path / "a.png")
+    assert "unknown reduction" in err("--mode=hw", "--reduce", "magic", "--out", tmp_path / "a.dot")
+    (tmp_path / "mine.dot").write_text("precious")
+    assert "exists" in err("--mode=hw", "--records=1", "--out", tmp_path / "mine.dot")
+    assert (tmp_path / "mine.dot").read_text() == "precious"
+
+
+# ------------------------------------------------------------------ liveness
+
+class StopFetching:
+    """Test-only unfair variant: follower r1 may stop fetching forever (a flag no step clears)."""
+
+    def __init__(self, model):
+        self.inner, self.cfg = model, model.cfg
+        self.invariants = tuple((name, lambda w, p=p: p(w[0])) for name, p in model.invariants)
+        self.format_label = model.format_label
+
+    def init_states(self):
+        return [(s, 0) for s in self.inner.init_states()]
+
+    def successors(self, w):
+        s, stopped = w
+        for label, t in self.inner.successors(s):
+            if not (stopped and label == ("send_fetch", 1)):
+                yield label, (t, stopped)
+        if not stopped:
+            yield ("stop_fetching", 1), (s, 1)
+
+    def violated(self, w):
+        return self.inner.violated(w[0])
+
+
+def test_a_follower_that_stops_fetching_forever_yields_a_lasso():
+    honest = Model(Config(mode="hw", records=1, crashes=0, max_epoch=0))
+    assert all(lasso is None for _, lasso in check_liveness(honest, explore(honest)))
+    unfair = StopFetching(honest)
+    props = [(name, lambda w, p=p: p(w[0])) for name, p in PROPERTIES]
+    results = dict(check_liveness(unfair, explore(unfair), properties=props))
+    lasso = results["FollowerHwCatchesUp"]
+    assert lasso is not None
+    assert ("stop_fetching", 1) in lasso.trace.labels[:lasso.loop]
+    assert lasso_violates(unfair, lasso, props[1][1]) is None
+    # the lasso is a behaviour of the wrapper: each step re-executes
+    states = unfair.init_states()
+    for label in lasso.trace.labels:
+        states.append(dict(unfair.successors(states[-1]))[label])
+    assert states == lasso.trace.states
+
+
+def epoch_livelock():
+    model = Model(Config(mode="epoch", records=2, crashes=0, max_epoch=3))
+    results = dict(check_liveness(model, explore(model)))
+    return model, results
+
+
+def test_epoch_mode_livelock_lasso_replays_and_is_checked_on_its_own():
+    model, results = epoch_livelock()
+    assert results["AckedReachesLiveIsr"] is None and results["PartitionHasLeader"] is None
+    lasso = results["FollowerHwCatchesUp"]
+    cycle = set(l[0] for l in lasso.trace.labels[lasso.loop:]) | {lasso.closing[0]}
+    assert cycle == {"send_epoch_request", "leader_handle_epoch_request", "follower_handle_epoch_response"}
+    doc = load_itf(json.dumps(lasso_to_itf(model, lasso)))
+    assert doc["loop"] == lasso.loop
+    done, why = replay_lasso(doc)
+    assert why is None and done.loop == lasso.loop
+    # a loop index that does not close the cycle is refused
+    doc["loop"] = 0
+    with pytest.raises(TraceError, match="does not lead back"):
+        replay(doc)
+    # replay without a loop is unchanged
+    plain = json.loads((CX / "hw-data-loss.itf.json").read_text())
+    assert replay(plain).loop is None
+
+
+def test_verify_liveness_writes_lassos_that_replay(tmp_path):
+    out = tmp_path / "lasso.itf.json"
+    proc = run_cli("verify", "--liveness", "--mode=hw", "--records=1", "--crashes=1", "--max-epoch=1",
+                   "--out", out, cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    assert "AckedReachesLiveIsr: violated: a lasso" in proc.stdout
+    assert "PartitionHasLeader: violated" in proc.stdout
+    for f in [out, tmp_path / "hwcheck-hw-PartitionHasLeader.itf.json"]:
+        rep = run_cli("replay", f)
+        assert rep.returncode == 0, rep.stderr
+        assert "replayed a lasso" in rep.stdout and "violated: the cycle never settles" in rep.stdout
+    # the same stutter lasso is no counterexample once restart is assumed fair
+    doc = json.loads((tmp_path / "hwcheck-hw-PartitionHasLeader.itf.json").read_text())
+    doc["#meta"]["hwcheck"]["fair"] = doc["#meta"]["hwcheck"]["fair"] + ["restart"]
+    (tmp_path / "fairer.json").write_text(json.dumps(doc))
+    rep = run_cli("replay", tmp_path / "fairer.json")
+    assert rep.returncode == 1 and "restart(r0) stays enabled on the cycle but is never taken" in rep.stdout
+    doc["loop"] = 99
+    (tmp_path / "bad.json").write_text(json.dumps(doc))
+    bad = run_cli("replay", tmp_path / "bad.json")
+    assert bad.returncode == 2 and "loop: 99 is not a state index" in bad.stderr
+    assert run_cli("verify", "--liveness", "--max-depth=3").returncode == 2
+
+
+# ------------------------------------------------------------------ focusing
+
+@pytest.mark.parametrize("path", sorted(CX.glob("*.itf.json")), ids=lambda p: p.name)
+def test_focusing_every_counterexample_yields_a_trace_that_replays(path):
+    done = replay(load_itf(path.read_text()))
+    invariant = done.trace.invariant
+    focused = focus(done.model, done.trace.labels, invariant)
+    assert focused.steps <= done.trace.steps
+    again = replay(load_itf(json.dumps(to_itf(done.model, focused))))
+    assert invariant in again.violated
+    # 1-minimal: dropping any single step loses replay or the violation
+    for i in range(focused.steps):
+        shorter = focused.labels[:i] + focused.labels[i + 1:]
+        assert replays_to(done.model, shorter, invariant) is None
+
+
+def test_focus_drops_the_steps_of_an_uninvolved_replica(tmp_path):
+    model = Model(Config(mode="hw", replicas=3, records=1, crashes=0, max_epoch=1, acks="1"))
+    short = bfs(model).violations[0]
+    noise = [("send_fetch", 2), ("leader_handle_fetch", 0, 2), ("follower_handle_fetch", 2)]
+    labels = noise + short.labels[:1] + noise + short.labels[1:]
+    padded = replays_to(model, labels, short.invariant)
+    assert padded is not None and padded.steps == short.steps + 6
+    focused = focus(model, padded.labels, short.invariant)
+    assert focused.steps == short.steps and all(2 not in l[1:] for l in focused.labels)
+    path = tmp_path / "padded.itf.json"
+    path.write_text(json.dumps(to_itf(model, padded)))
+    proc = run_cli("replay", path, "--focus")
+    assert proc.returncode == 0, proc.stderr
+    assert f"focused {padded.steps} -> {short.steps} steps, still breaking {short.invariant}" in proc.stdout
+    assert "replicas never named: r2" in proc.stdout
+    assert run_cli("replay", path, "--focus", "--mode=epoch").returncode == 2
+
+
+@pytest.mark.parametrize("name", ["hwcheck.checker.graph", "hwcheck.checker.liveness", "hwcheck.checker.focus"])
+def test_docstring_examples_run(name):
+    import doctest
+    import importlib
+    result = doctest.testmod(importlib.import_module(name))
+    assert result.attempted > 0 and result.failed == 0

@@ -133,3 +133,10 @@ def test_replay_says_when_the_stored_violation_no_longer_breaks(tmp_path):
         doc["states"] = doc["states"][:-1]
     proc = run_cli("replay", corrupt(tmp_path, cut))
     assert proc.returncode == 1 and "no longer breaks" in proc.stdout
+
+
+def test_five_replicas_run_end_to_end():
+    proc = run_cli("verify", "--replicas=5", "--records=1", "--crashes=1", "--max-epoch=1", "--max-depth=5",
+                   "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    assert "replicas=5" in proc.stdout and "within depth 5" in proc.stdout

@@ -1,0 +1,98 @@
+"""hwcheck gate: expected vs got, exit codes, JUnit output, bad files."""
+
+import tomllib
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from hwcheck.checker.gate import parse_gate
+
+from .conftest import ROOT, run_cli
+
+SMALL = """
+[gate.hw-loss]
+description = "KIP-101 scenario 1"
+mode = "hw"
+records = 1
+crashes = 1
+max_epoch = 1
+expect = "NoCommittedDataLoss"
+steps = 10
+
+[gate.epoch-small]
+mode = "epoch"
+records = 1
+crashes = 1
+max_epoch = 1
+expect = "holds"
+
+[gate.acks-1]
+mode = "epoch"
+acks = "1"
+records = 1
+crashes = 0
+max_epoch = 1
+expect = "NoCommittedDataLoss"
+"""
+
+
+def test_gate_passes_and_writes_junit(tmp_path):
+    (tmp_path / "gate.toml").write_text(SMALL)
+    proc = run_cli("gate", tmp_path / "gate.toml", "--junit", tmp_path / "j.xml")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "all 3 verdicts as expected" in proc.stdout
+    suite = ET.parse(tmp_path / "j.xml").getroot()
+    assert suite.get("tests") == "3" and suite.get("failures") == "0"
+    assert [tc.get("name") for tc in suite] == ["hw-loss", "epoch-small", "acks-1"]
+
+
+@pytest.mark.parametrize("old, new", [
+    ('expect = "holds"', 'expect = "NoLogDivergence"'),      # a holding row now expected to break
+    ("steps = 10", "steps = 9"),                             # the shortest trace moved
+    ('acks = "1"', 'acks = "all"'),                          # the settings changed under the expectation
+])
+def test_a_moved_verdict_fails_the_gate_and_the_junit_file(tmp_path, old, new):
+    (tmp_path / "gate.toml").write_text(SMALL.replace(old, new, 1))
+    proc = run_cli("gate", tmp_path / "gate.toml", "--junit", tmp_path / "j.xml")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "MOVED" in proc.stdout and "verdict moved:" in proc.stdout
+    suite = ET.parse(tmp_path / "j.xml").getroot()
+    assert suite.get("failures") == "1"
+    [failed] = [tc for tc in suite if tc.find("failure") is not None]
+    assert "expected" in failed.find("failure").get("message")
+
+
+@pytest.mark.parametrize("text, words", [
+    ('[gate.x]\nmode = "hw"\nexpect = "holds"\ncolour = "red"\n', "unknown key(s) colour"),
+    ('[gate.x]\nmode = "hw"\nexpect = "Sometimes"\n', "expect must be"),
+    ('[gate.x]\nmode = "hw"\nexpect = "holds"\nmin_isr = 5\n', "min_isr=5"),
+    ('[gate.x\nmode = "hw"\n', "malformed TOML"),
+    ('[other]\nx = 1\n', "no gate entries"),
+    ('[gate.x]\nmode = "hw"\nexpect = "holds"\nsteps = "ten"\n', "steps must be"),
+])
+def test_bad_gate_files_exit_2_with_one_line(tmp_path, text, words):
+    (tmp_path / "gate.toml").write_text(text)
+    proc = run_cli("gate", tmp_path / "gate.toml")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and words in lines[0], proc.stderr
+
+
+def test_gate_never_overwrites_a_junit_file(tmp_path):
+    (tmp_path / "gate.toml").write_text(SMALL)
+    (tmp_path / "j.xml").write_text("mine")
+    proc = run_cli("gate", tmp_path / "gate.toml", "--junit", tmp_path / "j.xml")
+    assert proc.returncode == 2 and (tmp_path / "j.xml").read_text() == "mine"
+
+
+def test_the_projects_matrix_is_valid_and_covers_every_mode_and_knob():
+    table = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["hwcheck"]["gate"]
+    entries = parse_gate(table)
+    assert {e.config.mode for e in entries} == {"hw", "kip101", "kip279", "epoch"}
+    assert any(e.config.unclean_election for e in entries)
+    assert any(e.config.power_failures for e in entries)
+    assert any(e.config.min_isr > 1 for e in entries)
+    assert any(e.config.acks == "1" for e in entries)
+    assert any(e.config.response_hw == "before" for e in entries)
+    assert any(e.config.replicas >= 3 for e in entries)
+    assert any(e.expect == "holds" for e in entries) and any(e.expect != "holds" for e in entries)

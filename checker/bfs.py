@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import resource
 import time
-from typing import Callable, Dict, Optional, Tuple
+from typing import Callable, Dict, Optional, Sequence, Tuple
 
 from .result import HOLDS, INTERRUPTED, VIOLATED, Result, Trace
 
@@ -52,11 +52,13 @@ def rebuild_trace(model, parents: Dict[int, Tuple], fp: int, invariant: Optional
 
 
 def bfs(model, *, max_depth: Optional[int] = None, all_invariants: bool = False,
-        progress: Optional[Callable[[dict], None]] = None, progress_every: float = 0.5) -> Result:
+        progress: Optional[Callable[[dict], None]] = None, progress_every: float = 0.5,
+        only: Optional[Sequence[str]] = None) -> Result:
     """Explore every state reachable within ``max_depth`` steps (unbounded by default).
 
     Stops at the first violation unless ``all_invariants``, which goes on until every
     invariant is broken or the space is exhausted and keeps the first trace of each.
+    ``only`` names the invariants to check (default: all of the model's).
     Ctrl-C stops the search and returns what was covered with verdict ``interrupted``.
     """
     start = time.monotonic()
@@ -65,7 +67,7 @@ def bfs(model, *, max_depth: Optional[int] = None, all_invariants: bool = False,
     generated = 0
     found: Dict[str, Trace] = {}
     depth = 0
-    invariants = model.invariants
+    invariants = [(name, pred) for name, pred in model.invariants if only is None or name in only]
     wanted = {name for name, _ in invariants}
     last_report = start
     verdict = HOLDS

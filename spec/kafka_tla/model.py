@@ -24,7 +24,7 @@ MODES = tuple(NEXT)
 MODULES = {"truncate-to-hw": "KafkaTruncateToHighWatermark", "kip101": "Kip101", "kip279": "Kip279",
            "kip320": "Kip320", "kip320-first-try": "Kip320FirstTry"}
 MAX_REPLICAS = 5
-_LABEL = re.compile(r"^([A-Za-z]+)\(((?:[re]\d+)(?:,[re]\d+)*)?\)$")
+_LABEL = re.compile(r"^([A-Za-z][A-Za-z0-9]*)\(((?:[re]\d+)(?:,[re]\d+)*)?\)$")
 
 
 @dataclass(frozen=True)

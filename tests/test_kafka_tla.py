@@ -183,7 +183,8 @@ def test_cli_verify_and_replay_kafka_tla(tmp_path):
 def test_cli_refuses_knobs_of_the_other_family(tmp_path, args, message):
     r = run_cli("verify", *args, cwd=tmp_path)
     assert r.returncode == 2 and r.stdout == ""
-    assert r.stderr.strip().splitlines() == [f"hwcheck: error: {message}" + r.stderr.strip().split(message, 1)[1]]
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"hwcheck: error: {message}")
 
 
 @pytest.mark.slow

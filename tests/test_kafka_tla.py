@@ -203,3 +203,13 @@ def test_kip279_with_three_replicas_breaks_strong_isr_and_replays(tmp_path):
     assert "r2" in last["quorumState"]["isr"]["#set"]
     r = run_cli("replay", "k.json", cwd=tmp_path)
     assert r.returncode == 0 and "replayed 10 steps: StrongIsr broken in the last state" in r.stdout
+
+
+@pytest.mark.parametrize("name", ["hwcheck.spec.kafka_tla", "hwcheck.spec.kafka_tla.state",
+                                  "hwcheck.spec.kafka_tla.model", "hwcheck.spec.kafka_tla.invariants",
+                                  "hwcheck.checker.families"])
+def test_kafka_tla_docstring_examples_run(name):
+    import doctest
+    import importlib
+    result = doctest.testmod(importlib.import_module(name))
+    assert result.attempted > 0 and result.failed == 0

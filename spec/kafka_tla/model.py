@@ -87,7 +87,6 @@ class Model:
         self.rules = None   # the DESIGN model's Rules; nothing here
         self.k = Constants(cfg.replicas, cfg.log_size, cfg.max_records, cfg.max_leader_epoch)
         self._next = NEXT[cfg.mode]
-        self._names = {a: True for a in ARGS}
         self.invariants: Tuple[Tuple[str, Callable[[State], bool]], ...] = tuple(
             (name, _bind(INVARIANTS[name], self.k)) for name in cfg.invariants)
 

@@ -2,7 +2,8 @@
 
 A trace stores the run's config in ``#meta.hwcheck.config`` and each state's action label in its
 own ``#meta.action``; replay rebuilds the model from the config, re-executes every label through
-the spec and checks each stored state against the computed one.
+the spec and checks each stored state against the computed one. ``#meta.hwcheck.model`` names
+the model family (checker/families.py); a trace without it is of the DESIGN model.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import List, Optional, Tuple
 
 from hwcheck.spec import Config, ConfigError, Model
 
+from .families import DESIGN, family_of, make_model
 from .result import Trace
 
 ITF_DESCRIPTION = "https://apalache-mc.org/docs/adr/015adr-trace.html"
@@ -36,9 +38,10 @@ def to_itf(model: Model, trace: Trace, engine: str = "bfs") -> dict:
             "format-description": ITF_DESCRIPTION,
             "source": "hwcheck",
             "description": f"{trace.invariant or 'trace'} in mode {model.cfg.mode}, {trace.steps} steps",
-            "hwcheck": {"config": model.cfg.as_dict(), "invariant": trace.invariant, "engine": engine},
+            "hwcheck": {"model": family_of(model), "config": model.cfg.as_dict(), "invariant": trace.invariant,
+                        "engine": engine},
         },
-        "vars": VARS,
+        "vars": getattr(model, "itf_vars", VARS),
         "states": states,
     }
 
@@ -69,6 +72,21 @@ def trace_config(doc: dict, **overrides) -> Config:
     try:
         return Config.from_dict({**doc["#meta"]["hwcheck"]["config"], **overrides})
     except (ConfigError, TypeError) as e:
+        raise TraceError(f"bad config in trace: {e}") from None
+
+
+def trace_family(doc: dict) -> str:
+    family = doc["#meta"]["hwcheck"].get("model", DESIGN)
+    if not isinstance(family, str):
+        raise TraceError(f"bad model in trace: {family!r}")
+    return family
+
+
+def trace_model(doc: dict):
+    """The model a trace was found under: its family and its config."""
+    try:
+        return make_model(trace_family(doc), doc["#meta"]["hwcheck"]["config"])
+    except ConfigError as e:
         raise TraceError(f"bad config in trace: {e}") from None
 
 
@@ -104,7 +122,7 @@ def replay(doc: dict, check_states: bool = True) -> Replay:
     Raises TraceError naming the step and the reason at the first step that is unknown, not
     enabled, or whose stored state differs from the spec's.
     """
-    model = Model(trace_config(doc))
+    model = trace_model(doc)
     raw = doc["states"]
     if raw[0]["#meta"]["action"] != INIT:
         raise TraceError(f"step 0: expected action 'init', found {raw[0]['#meta']['action']!r}")
@@ -188,6 +206,8 @@ class Differential:
 def differential(doc: dict, mode: str) -> Differential:
     """Replay a stored trace's labels under ``mode`` (same other settings): where the other mode
     refuses a step, where the states part ways, and which invariants still break."""
+    if trace_family(doc) != DESIGN:
+        raise TraceError(f"differential replay (--mode) is for the design model; this trace is of {trace_family(doc)}")
     original = replay(doc)
     model = Model(trace_config(doc, mode=mode))
     state = model.init_states()[0]

@@ -21,7 +21,8 @@ from hwcheck.checker.trace import TraceError, differential, load_itf, replay as 
 from hwcheck.spec import Config, ConfigError, Model
 from hwcheck.spec.config import ACKS, MODE_ALIASES, MODES, RESPONSE_HW
 
-from .render import figures_line, settings_line, trace_table
+from .models import OTHER_MODES, build_model, model_options, settings_line, trace_table
+from .render import figures_line
 
 EXIT_HOLDS, EXIT_VIOLATION, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 DEFAULTS = Config()
@@ -36,7 +37,7 @@ def fail(message: str) -> "click.exceptions.Exit":
 def knob_options(fn):
     """Every knob of Config as an option, defaults from Config itself (one source of truth)."""
     options = [
-        click.option("--mode", type=click.Choice(list(MODES) + list(MODE_ALIASES)), default=DEFAULTS.mode,
+        click.option("--mode", type=click.Choice(list(MODES) + list(MODE_ALIASES) + OTHER_MODES), default=DEFAULTS.mode,
                      show_default=True, help="protocol variant"),
         click.option("--replicas", type=int, default=DEFAULTS.replicas, show_default=True),
         click.option("--records", type=int, default=DEFAULTS.records, show_default=True,
@@ -125,6 +126,7 @@ def cli():
 
 @cli.command()
 @knob_options
+@model_options
 @click.option("--engine", type=click.Choice(["bfs"]), default="bfs", show_default=True)
 @click.option("--max-depth", type=click.IntRange(min=0), default=None, help="stop exploring at this depth")
 @click.option("--all-invariants", is_flag=True, help="keep going after a violation: first trace of each invariant")
@@ -136,10 +138,10 @@ def cli():
 @click.option("--quiet", is_flag=True, help="no progress line, no trace table")
 def verify(engine, max_depth, all_invariants, only, out, force, quiet, **knobs):
     """Explore every behaviour within the bounds; report 'holds' or a shortest counterexample."""
-    cfg = make_config(**knobs)
+    model = build_model(knobs, only, fail)
+    cfg = model.cfg
     if out is not None:
         check_writable(out, force)
-    model = Model(cfg)
     names = [name for name, _ in model.invariants]
     unknown = [name for name in only if name not in names]
     if unknown:

@@ -140,3 +140,27 @@ def test_five_replicas_run_end_to_end():
                    "--quiet")
     assert proc.returncode == 0, proc.stderr
     assert "replicas=5" in proc.stdout and "within depth 5" in proc.stdout
+
+
+def test_differential_replay_shows_how_epochs_block_the_hw_loss():
+    proc = run_cli("replay", CX / "hw-data-loss.itf.json", "--mode", "kip101")
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "parts ways at step 8: restart(r1): replicas.r1.log" in out
+    assert "all 10 steps run under kip101" in out
+    assert "breaks under kip101: nothing (NoCommittedDataLoss holds throughout)" in out
+    # today's protocol does not even let r1 restart before the controller handled its crash
+    epoch = run_cli("replay", CX / "hw-data-loss.itf.json", "--mode", "epoch")
+    assert "refused at step 8 of 10: restart(r1): not enabled in mode epoch" in epoch.stdout
+
+
+def test_differential_replay_shows_kip320_fencing_the_stale_leader():
+    proc = run_cli("replay", CX / "kip279-stale-leader-loss.itf.json", "--mode", "epoch")
+    assert proc.returncode == 0, proc.stderr
+    assert "refused at step 13 of 16: leader_handle_epoch_request(r0,r1): not enabled in mode epoch" in proc.stdout
+    assert "breaks under epoch: nothing" in proc.stdout
+
+
+def test_differential_replay_under_the_same_mode_never_parts():
+    proc = run_cli("replay", CX / "hw-data-loss.itf.json", "--mode", "hw")
+    assert "never parts ways" in proc.stdout and "NoCommittedDataLoss at step 10" in proc.stdout

@@ -23,6 +23,7 @@ from hwcheck.spec.actions import ACTIONS
 
 from .main import (EXIT_HOLDS, EXIT_USAGE, EXIT_VIOLATION, check_writable, cli, fail, knob_options,
                    make_config, read_text, write_file)
+from .models import build_model
 from .render import settings_line, trace_table
 
 REDUCTIONS = ("symmetry", "chains", "scc")
@@ -115,11 +116,15 @@ LIVENESS_OPTIONS = [
 ]
 
 
-def run_liveness(fair, max_nodes, engine, max_depth, all_invariants, out, force, quiet, **knobs):
-    cfg = make_config(**knobs)
+def run_liveness(fair, max_nodes, engine, max_depth, all_invariants, only, out, force, quiet, **knobs):
+    if only:
+        fail("--invariant does not apply to --liveness (it checks the liveness properties)")
+    if knobs.get("model_family", "design") != "design":
+        fail("--liveness applies to --model design only")
+    model = build_model(knobs, (), fail)
+    cfg = model.cfg
     if out is not None:
         check_writable(out, force)
-    model = Model(cfg)
     fair_set = tuple(dict.fromkeys(FAIR_ACTIONS + tuple(fair)))
     click.echo(f"hwcheck verify --liveness: {settings_line(cfg)}")
     click.echo(f"weakly fair: {', '.join(fair_set)} (any other step may never happen; stuttering allowed)")

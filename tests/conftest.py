@@ -26,6 +26,20 @@ def run_labels(model, labels):
     return states
 
 
+def exact_reachable(model):
+    """Every reachable state, keyed by the whole state (no fingerprints): an independent count."""
+    seen, frontier = set(model.init_states()), list(model.init_states())
+    while frontier:
+        nxt = []
+        for s in frontier:
+            for _, t in model.successors(s):
+                if t not in seen:
+                    seen.add(t)
+                    nxt.append(t)
+        frontier = nxt
+    return seen
+
+
 @pytest.fixture
 def hw_model():
     return Model(Config(mode="hw", records=2))

@@ -1,11 +1,12 @@
 """The BFS engine: verdicts on the defaults, shortest traces, replayable traces."""
 
-import pytest
+import json
 
 from hwcheck.checker.bfs import bfs
 from hwcheck.checker.trace import load_itf, replay, to_itf
 from hwcheck.spec import Config, Model
-import json
+
+from .conftest import exact_reachable
 
 
 def test_hw_defaults_lose_committed_data_with_a_shortest_trace():
@@ -45,16 +46,7 @@ def test_all_invariants_keeps_the_first_trace_of_each():
 def test_distinct_count_matches_an_exact_visited_set():
     """Fingerprints lose nothing here: the count equals a search keyed by whole states."""
     model = Model(Config(mode="epoch", records=1, crashes=1))
-    seen, frontier = set(model.init_states()), list(model.init_states())
-    while frontier:
-        nxt = []
-        for s in frontier:
-            for _, t in model.successors(s):
-                if t not in seen:
-                    seen.add(t)
-                    nxt.append(t)
-        frontier = nxt
-    assert bfs(model).distinct_states == len(seen)
+    assert bfs(model).distinct_states == len(exact_reachable(model))
 
 
 def test_found_trace_round_trips_through_itf():

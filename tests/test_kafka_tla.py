@@ -12,7 +12,7 @@ from hwcheck.spec.kafka_tla import Config, Model
 from hwcheck.spec.kafka_tla.actions import first_non_matching_offset_from_tail, lookup_offset_for_epoch
 from hwcheck.spec.kafka_tla.state import NONE, ReplicaState, initial_state, put
 
-from .conftest import run_cli, run_labels
+from .conftest import exact_reachable, run_cli, run_labels
 
 
 # TLC 2.20, 2 replicas, LogSize 2, MaxRecords 2, MaxLeaderEpoch 3, INVARIANT StrongIsr, no deadlock check
@@ -39,15 +39,7 @@ def test_kip320_state_space_by_whole_states_and_canonical_sets():
     """No fingerprint collision hides a state, and every reachable state is canonical: the set of
     LeaderAndIsr requests sorted by (unique) epoch, logs no longer than LogSize, hw <= LogSize."""
     model = Model(Config(mode="kip320"))
-    seen, frontier = set(model.init_states()), list(model.init_states())
-    while frontier:
-        nxt = []
-        for s in frontier:
-            for _, t in model.successors(s):
-                if t not in seen:
-                    seen.add(t)
-                    nxt.append(t)
-        frontier = nxt
+    seen = exact_reachable(model)
     assert len(seen) == 28_939
     for s in seen:
         epochs = [q.leader_epoch for q in s.leader_and_isr_requests]

@@ -95,9 +95,10 @@ def parse_gate(table: dict) -> List[Entry]:
     return entries
 
 
-def run_entry(entry: Entry) -> Outcome:
+def run_entry(entry: Entry, progress=None) -> Outcome:
+    """Run one entry with bfs; ``progress`` receives bfs's progress reports (cli/progress.py)."""
     only = None if entry.expect == HOLDS else [entry.expect]
-    return Outcome(entry, bfs(Model(entry.config), max_depth=entry.max_depth, only=only))
+    return Outcome(entry, bfs(Model(entry.config), max_depth=entry.max_depth, only=only, progress=progress))
 
 
 def junit_xml(outcomes: List[Outcome]) -> str:

@@ -116,7 +116,8 @@ LIVENESS_OPTIONS = [
 ]
 
 
-def run_liveness(fair, max_nodes, engine, max_depth, all_invariants, only, out, force, quiet, **knobs):
+def run_liveness(fair, max_nodes, engine, max_depth, all_invariants, only, out, force, quiet, verbose=False,
+                 **knobs):
     if only:
         fail("--invariant does not apply to --liveness (it checks the liveness properties)")
     if knobs.get("model_family", "design") != "design":

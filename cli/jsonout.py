@@ -4,7 +4,8 @@ A command notes what it found with ``note(**fields)`` (a no-op without ``--json`
 that ``register`` puts around each command silences the human text on stdout, and prints the
 noted document when the command ends with exit 0, 1 or 130. Bad input (exit 2) prints no
 document: the one error line goes to stderr as always. ``SCHEMA`` is the JSON Schema of the
-document; docs/cli.md shows it and a test keeps the two equal.
+document; docs/hwcheck-json.schema.json holds it (a test keeps the two equal) and docs/cli.md
+describes it.
 
 >>> sorted(SCHEMA["$defs"])
 ['figures', 'gate', 'replay', 'settings', 'verify']
@@ -149,6 +150,9 @@ def active() -> bool:
     return _record() is not None
 
 
+APPENDED = {"violation": "violations", "entry": "entries"}
+
+
 def note(**fields) -> None:
     """Add fields to the JSON document (nothing without --json); ``violations`` and
     ``entries`` given as one item are appended."""
@@ -156,8 +160,8 @@ def note(**fields) -> None:
     if record is None:
         return
     for key, value in fields.items():
-        if key in ("violation", "entry"):
-            record.setdefault(key + ("s" if key == "violation" else "ies"), []).append(value)
+        if key in APPENDED:
+            record.setdefault(APPENDED[key], []).append(value)
         else:
             record[key] = value
 

@@ -15,6 +15,7 @@ import tomllib
 import click
 
 from hwcheck.checker.bfs import bfs
+from hwcheck.checker.families import out_of_bounds
 from hwcheck.checker.gate import GateError, junit_xml, parse_gate, run_entry
 from hwcheck.checker.result import INTERRUPTED, VIOLATED
 from hwcheck.checker.trace import TraceError, differential, load_itf, replay as replay_trace, to_itf
@@ -66,9 +67,12 @@ def knob_options(fn):
 
 def make_config(**knobs) -> Config:
     try:
-        return Config(**knobs)
+        cfg = Config(**knobs)
     except ConfigError as e:
         fail(str(e))
+    if out_of_bounds(cfg):
+        fail(out_of_bounds(cfg))
+    return cfg
 
 
 def check_writable(path: Path, force: bool) -> None:
@@ -267,7 +271,12 @@ def load_gate_table(gate_file):
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         fail(f"{path}: malformed TOML: {e}")
-    table = doc.get("tool", {}).get("hwcheck", {}).get("gate") if "tool" in doc else doc.get("gate")
+    if "tool" in doc:
+        tool = doc["tool"]
+        hw = tool.get("hwcheck", {}) if isinstance(tool, dict) else None
+        table = hw.get("gate") if isinstance(hw, dict) else None
+    else:
+        table = doc.get("gate")
     if table is None:
         where = "[tool.hwcheck.gate]" if "tool" in doc or gate_file is None else "[gate.NAME] tables"
         fail(f"{path}: no gate entries ({where} missing)")

@@ -237,7 +237,9 @@ def _interrupt(*args):
     """Start a long verify, wait for its first progress line, send SIGINT."""
     child = subprocess.Popen([sys.executable, "-m", "hwcheck.cli", "verify", "--mode=epoch", "--replicas=3",
                               "--records=2", "--verbose", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True, stdin=subprocess.DEVNULL)
+                             text=True, stdin=subprocess.DEVNULL,
+                             # a shell's background job ignores SIGINT, and a child would inherit that
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         first = child.stderr.readline()
         assert first.startswith("bfs  depth"), first

@@ -128,7 +128,14 @@ class OneLineErrors(click.Group):
 @click.group(cls=OneLineErrors, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(version=jsonout.version(), prog_name="hwcheck", message="%(prog)s %(version)s")
 def cli():
-    """hwcheck: a model checker for Kafka's replication protocol (HW, LEO, ISR, leader epoch)."""
+    """hwcheck: a model checker for Kafka's replication protocol (HW, LEO, ISR, leader epoch).
+
+    \b
+    Example:
+      hwcheck verify --mode=hw            # exit 1: a violation, its trace written
+      hwcheck replay hwcheck-hw-NoCommittedDataLoss.itf.json --html loss.html
+    Shell completion (bash): eval "$(_HWCHECK_COMPLETE=bash_source hwcheck)"
+    """
 
 
 @cli.command()
@@ -145,7 +152,12 @@ def cli():
 @click.option("--quiet", is_flag=True, help="no progress line, no trace table")
 @click.option("--verbose", is_flag=True, help="progress as a log line each second, terminal or not")
 def verify(engine, max_depth, all_invariants, only, out, force, quiet, verbose=False, **knobs):
-    """Explore every behaviour within the bounds; report 'holds' or a shortest counterexample."""
+    """Explore every behaviour within the bounds; report 'holds' or a shortest counterexample.
+
+    \b
+    Example:
+      hwcheck verify --mode=hw --out loss.itf.json
+    """
     model = build_model(knobs, only, fail)
     cfg = model.cfg
     if out is not None:
@@ -303,7 +315,12 @@ def non_default_settings(cfg: Config) -> str:
 @click.option("--quiet", is_flag=True, help="only the verdicts that moved and the summary")
 @click.option("--verbose", is_flag=True, help="a progress log line each second while an entry runs")
 def gate(gate_file, junit, force, quiet=False, verbose=False):
-    """Check a matrix of (mode, settings) -> expected verdict; exit 1 when a verdict moved."""
+    """Check a matrix of (mode, settings) -> expected verdict; exit 1 when a verdict moved.
+
+    \b
+    Example:
+      hwcheck gate --junit gate.xml --force
+    """
     path, entries = load_gate_table(gate_file)
     if junit is not None:
         check_writable(junit, force)

@@ -229,6 +229,18 @@ def test_version_and_help_examples():
     proc = run_cli("--version")
     assert proc.returncode == 0 and proc.stdout.startswith("hwcheck ")
     assert "hwcheck replay counterexamples/hw-data-loss.itf.json --html" in run_cli("replay", "--help").stdout
+    assert "hwcheck verify --mode=hw --out loss.itf.json" in run_cli("verify", "--help").stdout
+    assert "hwcheck gate --junit gate.xml" in run_cli("gate", "--help").stdout
+
+
+def test_shell_completion_completes_commands_and_options():
+    from click.testing import CliRunner
+    from hwcheck.cli.main import cli
+    env = {"_HWCHECK_COMPLETE": "bash_complete", "COMP_WORDS": "hwcheck verify --mo", "COMP_CWORD": "2"}
+    result = CliRunner().invoke(cli, [], prog_name="hwcheck", env=env)
+    assert result.exit_code == 0 and "plain,--mode" in result.stdout.splitlines()
+    env.update(COMP_WORDS="hwcheck rep", COMP_CWORD="1")
+    assert CliRunner().invoke(cli, [], prog_name="hwcheck", env=env).stdout.splitlines() == ["plain,replay"]
 
 
 # ---------------------------------------------------------------- Ctrl-C

@@ -147,7 +147,8 @@ PAGE = """<!DOCTYPE html>
     <div class="legend">cell: offset above, <b>r</b>record and <b>e</b>epoch inside (colour by epoch);
     <span class="hwk">HW</span> high watermark, <span class="leok">LEO</span> log end offset,
     <span class="flk">FL</span> flushed prefix; <span class="ack">&#x2713;</span> acknowledged record;
-    yellow outline: changed by this step; arrows: messages in flight.</div>
+    yellow outline: changed by this step; red outline: a cell that breaks the invariant (a dashed
+    red ghost: an acknowledged record the leader lacks); arrows: messages in flight.</div>
   </section>
 </main>
 <section><h2>Space-time diagram (click a step)</h2><svg id="timeline" role="img" aria-label="space-time diagram"></svg></section>
@@ -220,6 +221,7 @@ JS = r"""
     const cur = D.states[step], prev = D.states[Math.max(0, step - 1)];
     const acked = cur.state.history.acked;
     const broken = cur.broken.length > 0;
+    const culprits = brokenCells(cur);
     D.replicas.forEach((r, i) => {
       const rep = cur.state.replicas[r], old = prev.state.replicas[r];
       const y = TOP + i * LANE;
@@ -238,10 +240,12 @@ JS = r"""
         const x = LEFT + o * CELL;
         const was = old.log[o];
         const changed = step > 0 && (!was || was.record !== entry.record || was.epoch !== entry.epoch);
+        const culprit = culprits.has(`${r}:${o}`);
         el(g, "text", {x: x + CELL / 2, y: y - 6, "font-size": 10, "text-anchor": "middle", fill: "#777"}, o);
         el(g, "rect", {x: x + 1, y: y - 2, width: CELL - 2, height: 36, rx: 3, fill: epochColour(entry.epoch),
-                       stroke: changed ? "#f9a825" : "#90a4ae", "stroke-width": changed ? 3 : 1,
-                       class: "cell" + (changed ? " changed" : ""),
+                       stroke: culprit ? "#c62828" : changed ? "#f9a825" : "#90a4ae",
+                       "stroke-width": culprit || changed ? 3 : 1,
+                       class: "cell" + (changed ? " changed" : "") + (culprit ? " culprit" : ""),
                        "data-offset": o, "data-record": entry.record, "data-epoch": entry.epoch});
         el(g, "text", {x: x + CELL / 2, y: y + 13, "font-size": 13, "text-anchor": "middle"}, "r" + entry.record);
         el(g, "text", {x: x + CELL / 2, y: y + 28, "font-size": 11, "text-anchor": "middle", fill: "#333"}, "e" + entry.epoch);
@@ -273,7 +277,7 @@ JS = r"""
         el(g, "text", {x: x + 3, y: y + dy, "font-size": 11, fill: colour, "font-weight": "bold", class: cls}, `${label}=${off}`);
       };
       mark(rep.leo, "#1565c0", "LEO", 64, "leo");
-      mark(rep.hw, "#c62828", "HW", 52, "hw");
+      mark(rep.hw, "#c62828", rep.hw > rep.leo ? "HW>LEO! HW" : "HW", 52, rep.hw > rep.leo ? "hw culprit" : "hw");
       if (rep.flushed !== undefined) mark(rep.flushed, "#6a1b9a", "FL", 76, "flushed");
       // epoch cache, ISR, remote LEOs
       const info = [];
@@ -301,6 +305,30 @@ JS = r"""
     });
     if (!Object.keys(cur.state.inflight).length)
       el(svg, "text", {x: GUTTER, y: TOP, "font-size": 11, fill: "#aaa"}, "no message in flight");
+  }
+
+  // the cells that break an invariant at this step ("r0:2": replica r0, offset 2)
+  function brokenCells(cur) {
+    const out = new Set(), reps = cur.state.replicas;
+    if (cur.broken.includes("NoLogDivergence")) {       // disagreement below both HWs
+      D.replicas.forEach((a, i) => D.replicas.slice(i + 1).forEach((b) => {
+        const below = Math.min(reps[a].hw, reps[b].hw);
+        for (let o = 0; o < below; o++) {
+          const x = reps[a].log[o], y = reps[b].log[o];
+          if (x.record !== y.record || x.epoch !== y.epoch) { out.add(`${a}:${o}`); out.add(`${b}:${o}`); }
+        }
+      }));
+    }
+    if (cur.broken.includes("ConsumerConsistency")) {   // a leader serves another record than was read
+      const exposed = cur.state.history.exposed;
+      for (const r of D.replicas) {
+        const rep = reps[r];
+        if (!rep.alive || rep.role !== "leader") continue;
+        for (let o = 0; o < Math.min(rep.hw, exposed.length); o++)
+          if (rep.log[o].record !== exposed[o]) out.add(`${r}:${o}`);
+      }
+    }
+    return out;
   }
 
   // ---------------------------------------------------------------- controller and producer

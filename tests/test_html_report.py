@@ -133,6 +133,26 @@ def test_messages_in_flight_and_the_epoch_cache_are_drawn(tmp_path, browser_page
     assert page.errors == []
 
 
+def test_a_divergence_outlines_the_cells_that_disagree(tmp_path, browser_page):
+    """Unclean election with min ISR 2: r0 and r1 hold different records at an offset below both HWs."""
+    page = browser_page
+    trace = CX / "epoch-unclean-min-isr-2-divergence.itf.json"
+    last = json.loads(trace.read_text())["states"][-1]
+    page.goto(_report(tmp_path, trace).as_uri())
+    assert page.locator("#lanes rect.culprit").count() == 0
+    page.keyboard.press("End")
+    assert "NoLogDivergence broken" in page.inner_text("#violation")
+    culprits = page.locator("#lanes rect.culprit")
+    assert culprits.count() == 2
+    cells = {(c.get_attribute("data-offset"), c.get_attribute("data-record"), c.get_attribute("data-epoch"))
+             for c in culprits.all()}
+    offset = int(next(iter(cells))[0])
+    expected = {(str(offset), str(r["log"][offset]["record"]), str(r["log"][offset]["epoch"]))
+                for r in last["replicas"].values()}
+    assert cells == expected and len(expected) == 2          # the same offset, two different entries
+    assert page.errors == []
+
+
 def test_the_docs_embed_the_screenshot():
     assert SCREENSHOT.exists() and SCREENSHOT.stat().st_size > 10_000
     assert "img/report-hw-data-loss.png" in (ROOT / "docs" / "cli.md").read_text()

@@ -194,7 +194,7 @@ def json_callback(fn, command: str, refuse=()):
         if code not in (0, 1, 130) or "verdict" not in record:
             if code == 2:
                 raise click.exceptions.Exit(2)
-            click.echo("hwcheck: error: --json is not available for this kind of run", err=True)
+            click.echo("hwcheck: error: --json is not available for lasso (liveness) traces", err=True)
             raise click.exceptions.Exit(2)
         record["exit_code"] = code
         click.echo(json.dumps(record, indent=2))

@@ -207,6 +207,8 @@ def test_bad_traces_get_one_line(tmp_path, words, write):
     (["replay", CX / "hw-data-loss.itf.json", "--html", "r.html", "--mode", "kip101"], "do not combine"),
     (["gate", "--junit", "/"], "is a directory"),
     (["frobnicate"], "No such command 'frobnicate'"),
+    (["replay", CX / "hw-data-loss.itf.json", "--focus", "--html", "r.html"], "--focus and --html do not combine"),
+    (["replay", CX / "hw-data-loss.itf.json", "--focus", "--json"], "--json does not apply to --focus"),
 ])
 def test_bad_usage_gets_one_line(args, words, tmp_path):
     assert words in one_line(run_cli(*args, cwd=tmp_path))
@@ -280,3 +282,14 @@ def test_ctrl_c_with_json_prints_the_interrupted_document():
     doc = json.loads(out)
     jsonschema.validate(doc, SCHEMA)
     assert doc["verdict"] == "interrupted" and doc["complete"] is False and doc["figures"]["distinct_states"] > 1000
+
+
+def test_a_lasso_refuses_html_and_json_in_one_line(tmp_path):
+    lasso = tmp_path / "lasso.itf.json"
+    assert run_cli("verify", "--liveness", "--mode=hw", "--records=1", "--crashes=1", "--max-epoch=1",
+                   "--out", lasso, "--quiet", cwd=tmp_path).returncode == 1
+    line = one_line(run_cli("replay", lasso, "--html", tmp_path / "l.html"))
+    assert "a lasso (liveness trace): --focus, --mode and --html apply to safety traces" in line
+    assert not (tmp_path / "l.html").exists()
+    proc = run_cli("replay", lasso, "--json")
+    assert "--json is not available for lasso (liveness) traces" in one_line(proc) and proc.stdout == ""

@@ -21,6 +21,7 @@ from hwcheck.spec import Config, ConfigError, Model
 from hwcheck.spec.invariants import INVARIANTS
 
 from .bfs import bfs
+from .families import out_of_bounds
 from .result import Result
 
 HOLDS = "holds"
@@ -81,7 +82,7 @@ def parse_gate(table: dict) -> List[Entry]:
         if unknown:
             raise GateError(f"entry {name!r}: unknown key(s) {', '.join(unknown)}")
         expect = spec.get("expect")
-        if expect != HOLDS and expect not in names:
+        if not isinstance(expect, str) or (expect != HOLDS and expect not in names):
             raise GateError(f"entry {name!r}: expect must be 'holds' or one of {', '.join(sorted(names))}, got {expect!r}")
         for key in ("steps", "max_depth"):
             if key in spec and (not isinstance(spec[key], int) or isinstance(spec[key], bool) or spec[key] < 0):
@@ -90,14 +91,17 @@ def parse_gate(table: dict) -> List[Entry]:
             cfg = Config.from_dict({k: v for k, v in spec.items() if k in KNOBS})
         except (ConfigError, TypeError) as e:
             raise GateError(f"entry {name!r}: {e}") from None
+        if out_of_bounds(cfg):
+            raise GateError(f"entry {name!r}: {out_of_bounds(cfg)}")
         entries.append(Entry(name, cfg, expect, spec.get("steps"), spec.get("max_depth"),
                              str(spec.get("description", ""))))
     return entries
 
 
-def run_entry(entry: Entry) -> Outcome:
+def run_entry(entry: Entry, progress=None) -> Outcome:
+    """Run one entry with bfs; ``progress`` receives bfs's progress reports (cli/progress.py)."""
     only = None if entry.expect == HOLDS else [entry.expect]
-    return Outcome(entry, bfs(Model(entry.config), max_depth=entry.max_depth, only=only))
+    return Outcome(entry, bfs(Model(entry.config), max_depth=entry.max_depth, only=only, progress=progress))
 
 
 def junit_xml(outcomes: List[Outcome]) -> str:

@@ -14,7 +14,7 @@ from typing import List, Optional, Tuple
 
 from hwcheck.spec import Config, ConfigError, Model
 
-from .families import DESIGN, family_of, make_model
+from .families import DESIGN, family_of, make_model, out_of_bounds
 from .result import Trace
 
 ITF_DESCRIPTION = "https://apalache-mc.org/docs/adr/015adr-trace.html"
@@ -52,6 +52,8 @@ def load_itf(text: str) -> dict:
         doc = json.loads(text)
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise TraceError(f"malformed JSON: {e}") from None
+    except RecursionError:
+        raise TraceError("malformed JSON: nested too deeply") from None
     if not isinstance(doc, dict):
         raise TraceError("not an ITF trace: the top level is not a JSON object")
     meta = doc.get("#meta")
@@ -59,6 +61,9 @@ def load_itf(text: str) -> dict:
         raise TraceError("not an hwcheck ITF trace: #meta.hwcheck is missing")
     if not isinstance(meta["hwcheck"].get("config"), dict):
         raise TraceError("not an hwcheck ITF trace: #meta.hwcheck.config is missing")
+    invariant = meta["hwcheck"].get("invariant")
+    if invariant is not None and not isinstance(invariant, str):
+        raise TraceError(f"not an hwcheck ITF trace: #meta.hwcheck.invariant is {_short(invariant)}, not a name")
     states = doc.get("states")
     if not isinstance(states, list) or not states:
         raise TraceError("not an ITF trace: 'states' is missing or empty")
@@ -85,9 +90,19 @@ def trace_family(doc: dict) -> str:
 def trace_model(doc: dict):
     """The model a trace was found under: its family and its config."""
     try:
-        return make_model(trace_family(doc), doc["#meta"]["hwcheck"]["config"])
+        model = make_model(trace_family(doc), doc["#meta"]["hwcheck"]["config"])
     except ConfigError as e:
         raise TraceError(f"bad config in trace: {e}") from None
+    why = out_of_bounds(model.cfg)
+    if why:
+        raise TraceError(f"bad config in trace: {why}")
+    return model
+
+
+def _short(value, limit: int = 80) -> str:
+    """A JSON value for a one-line message, cut at ``limit`` characters."""
+    text = json.dumps(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _first_difference(expected, got, path="") -> str:
@@ -104,7 +119,7 @@ def _first_difference(expected, got, path="") -> str:
         for i, (a, b) in enumerate(zip(expected, got)):
             if a != b:
                 return _first_difference(a, b, f"{path}[{i}]")
-    return f"{path}: trace has {json.dumps(got)}, spec gives {json.dumps(expected)}"
+    return f"{path}: trace has {_short(got)}, spec gives {_short(expected)}"
 
 
 @dataclass

@@ -116,7 +116,8 @@ LIVENESS_OPTIONS = [
 ]
 
 
-def run_liveness(fair, max_nodes, engine, max_depth, all_invariants, only, out, force, quiet, **knobs):
+def run_liveness(fair, max_nodes, engine, max_depth, all_invariants, only, out, force, quiet, verbose=False,
+                 **knobs):
     if only:
         fail("--invariant does not apply to --liveness (it checks the liveness properties)")
     if knobs.get("model_family", "design") != "design":
@@ -162,14 +163,16 @@ def replay_callback(fn):
     def wrapper(trace_file, other_mode=None, focus=False, **kwargs):
         if focus and other_mode is not None:
             fail("--focus and --mode do not combine")
+        if focus and kwargs.get("html") is not None:
+            fail("--focus and --html do not combine")
         doc = None
         try:
             doc = load_itf(read_text(trace_file))
         except TraceError:
             pass                                    # main's replay reports it
         if doc is not None and "loop" in doc:
-            if focus or other_mode is not None:
-                fail(f"{trace_file}: a lasso (liveness trace): --focus and --mode apply to safety traces")
+            if focus or other_mode is not None or kwargs.get("html") is not None:
+                fail(f"{trace_file}: a lasso (liveness trace): --focus, --mode and --html apply to safety traces")
             return run_lasso_replay(trace_file, doc)
         if focus and doc is not None:
             return run_focus(trace_file, doc)

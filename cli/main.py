@@ -15,13 +15,17 @@ import tomllib
 import click
 
 from hwcheck.checker.bfs import bfs
+from hwcheck.checker.families import out_of_bounds
 from hwcheck.checker.gate import GateError, junit_xml, parse_gate, run_entry
 from hwcheck.checker.result import INTERRUPTED, VIOLATED
 from hwcheck.checker.trace import TraceError, differential, load_itf, replay as replay_trace, to_itf
 from hwcheck.spec import Config, ConfigError, Model
 from hwcheck.spec.config import ACKS, MODE_ALIASES, MODES, RESPONSE_HW
 
+from . import jsonout
+from .html import first_breaks, render_html
 from .models import OTHER_MODES, build_model, model_options, settings_line, trace_table
+from .progress import Progress, level as progress_level
 from .render import figures_line
 
 EXIT_HOLDS, EXIT_VIOLATION, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -63,9 +67,12 @@ def knob_options(fn):
 
 def make_config(**knobs) -> Config:
     try:
-        return Config(**knobs)
+        cfg = Config(**knobs)
     except ConfigError as e:
         fail(str(e))
+    if out_of_bounds(cfg):
+        fail(out_of_bounds(cfg))
+    return cfg
 
 
 def check_writable(path: Path, force: bool) -> None:
@@ -77,7 +84,7 @@ def check_writable(path: Path, force: bool) -> None:
         fail(f"cannot write {path}: folder {path.parent} does not exist")
     if path.exists() and not force:
         if not (sys.stdin.isatty() and click.confirm(f"{path} exists; overwrite?", default=False, err=True)):
-            fail(f"{path} exists; not overwriting it (use --force or another --out)")
+            fail(f"{path} exists; not overwriting it (use --force or another path)")
 
 
 def write_file(path: Path, text: str) -> Path:
@@ -97,31 +104,38 @@ def free_default_path(cfg: Config, invariant: str) -> Path:
     return path
 
 
-class Progress:
-    """A live line on stderr when it is a terminal; silent otherwise."""
+class OneLineErrors(click.Group):
+    """Usage errors (a bad option value, a missing file argument) as one line and exit 2, as
+    every other bad input; Ctrl-C outside an engine as one line and exit 130."""
 
-    def __init__(self, enabled: bool):
-        self.enabled = enabled and sys.stderr.isatty()
-        self.shown = False
-
-    def __call__(self, p: dict) -> None:
-        if not self.enabled or p["elapsed"] < 1.0:
-            return
-        rate = p["distinct"] / p["elapsed"] if p["elapsed"] else 0
-        sys.stderr.write(f"\r  depth {p['depth']}  distinct {p['distinct']:,}  queue {p['queue']:,}  "
-                         f"{rate:,.0f} states/s  {p['elapsed']:.0f} s ")
-        sys.stderr.flush()
-        self.shown = True
-
-    def done(self) -> None:
-        if self.shown:
-            sys.stderr.write("\r" + " " * 100 + "\r")
-            sys.stderr.flush()
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode, **extra)
+        try:
+            code = super().main(args, prog_name, complete_var, False, **extra)
+        except click.ClickException as e:
+            hint = ""
+            if isinstance(e, click.UsageError) and e.ctx is not None:
+                hint = f" (see {e.ctx.command_path} --help)"
+            click.echo(f"hwcheck: error: {e.format_message()}{hint}".replace("\n", " "), err=True)
+            sys.exit(EXIT_USAGE)
+        except click.Abort:
+            click.echo("hwcheck: interrupted", err=True)
+            sys.exit(EXIT_INTERRUPTED)
+        sys.exit(code if isinstance(code, int) else EXIT_HOLDS)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=OneLineErrors, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(version=jsonout.version(), prog_name="hwcheck", message="%(prog)s %(version)s")
 def cli():
-    """hwcheck: a model checker for Kafka's replication protocol (HW, LEO, ISR, leader epoch)."""
+    """hwcheck: a model checker for Kafka's replication protocol (HW, LEO, ISR, leader epoch).
+
+    \b
+    Example:
+      hwcheck verify --mode=hw            # exit 1: a violation, its trace written
+      hwcheck replay hwcheck-hw-NoCommittedDataLoss.itf.json --html loss.html
+    Shell completion (bash): eval "$(_HWCHECK_COMPLETE=bash_source hwcheck)"
+    """
 
 
 @cli.command()
@@ -136,8 +150,14 @@ def cli():
               help="where to write the counterexample (ITF JSON); default hwcheck-<mode>-<invariant>.itf.json")
 @click.option("--force", is_flag=True, help="overwrite --out if it exists")
 @click.option("--quiet", is_flag=True, help="no progress line, no trace table")
-def verify(engine, max_depth, all_invariants, only, out, force, quiet, **knobs):
-    """Explore every behaviour within the bounds; report 'holds' or a shortest counterexample."""
+@click.option("--verbose", is_flag=True, help="progress as a log line each second, terminal or not")
+def verify(engine, max_depth, all_invariants, only, out, force, quiet, verbose=False, **knobs):
+    """Explore every behaviour within the bounds; report 'holds' or a shortest counterexample.
+
+    \b
+    Example:
+      hwcheck verify --mode=hw --out loss.itf.json
+    """
     model = build_model(knobs, only, fail)
     cfg = model.cfg
     if out is not None:
@@ -149,10 +169,12 @@ def verify(engine, max_depth, all_invariants, only, out, force, quiet, **knobs):
     checked = list(only) or names
     click.echo(f"hwcheck verify: {settings_line(cfg)}")
     click.echo(f"engine {engine}; invariants {', '.join(checked)}")
-    progress = Progress(not quiet)
+    progress = Progress(progress_level(quiet, verbose), engine=engine)
     result = bfs(model, max_depth=max_depth, all_invariants=all_invariants, progress=progress,
                  only=checked)
     progress.done()
+    jsonout.note(settings=jsonout.settings(model), engine=engine, invariants=checked, max_depth=max_depth,
+                 verdict=result.verdict, complete=result.complete, figures=jsonout.figures(result), violations=[])
     if result.verdict == INTERRUPTED:
         click.echo(f"interrupted: covered {result.distinct_states:,} distinct states to depth {result.depth} "
                    f"in {result.elapsed:.1f} s; no violation among them")
@@ -169,6 +191,7 @@ def verify(engine, max_depth, all_invariants, only, out, force, quiet, **knobs):
         doc = json.dumps(to_itf(model, trace), indent=1)
         path = out if (out is not None and i == 0) else free_default_path(cfg, trace.invariant)
         write_file(path, doc + "\n")
+        jsonout.note(violation={"invariant": trace.invariant, "steps": trace.steps, "trace": str(path)})
         click.echo(f"trace: {path} (replay with: hwcheck replay {path})")
     click.echo(f"figures: {figures_line(result)}")
     raise click.exceptions.Exit(EXIT_VIOLATION)
@@ -187,8 +210,22 @@ def read_text(path: Path) -> str:
 @click.argument("trace_file", metavar="TRACE", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--mode", "other_mode", type=click.Choice(list(MODES) + list(MODE_ALIASES)), default=None,
               help="differential replay: run the same schedule of steps under this mode")
-def replay(trace_file, other_mode):
-    """Re-run a stored ITF counterexample through the spec, step by step."""
+@click.option("--html", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="also write the trace as one self-contained HTML page (step through it in a browser)")
+@click.option("--force", is_flag=True, help="overwrite --html if it exists")
+@click.option("--quiet", is_flag=True, help="no trace table")
+@click.option("--verbose", is_flag=True, help="also list the step where each invariant first breaks")
+def replay(trace_file, other_mode, html=None, force=False, quiet=False, verbose=False):
+    """Re-run a stored ITF counterexample through the spec, step by step.
+
+    \b
+    Example:
+      hwcheck replay counterexamples/hw-data-loss.itf.json --html loss.html
+    """
+    if html is not None:
+        if other_mode is not None:
+            fail("--html and --mode do not combine (the report shows the trace as stored)")
+        check_writable(html, force)
     text = read_text(trace_file)
     try:
         doc = load_itf(text)
@@ -200,13 +237,37 @@ def replay(trace_file, other_mode):
         fail(f"{trace_file}: {e}")
     if other_mode is not None:
         report_differential(trace_file, diff)
+        orig = diff.original
+        jsonout.note(trace=str(trace_file), settings=jsonout.settings(orig.model), steps=orig.trace.steps,
+                     claimed=orig.trace.invariant, broken=orig.violated,
+                     first_broken=[{"step": i, "invariant": n} for i, n in first_breaks(orig.model, orig.trace.states)],
+                     verdict="differential", html=None,
+                     differential={"mode": diff.model.cfg.mode, "parted_at": diff.parted_at, "parted_how": diff.parted_how,
+                                   "refused_at": diff.refused_at, "refused_why": diff.refused_why,
+                                   "breaks": [{"step": i, "invariant": n} for i, n in diff.violated]})
         raise click.exceptions.Exit(EXIT_HOLDS)
     model = done.model
-    click.echo(f"hwcheck replay: {trace_file}: {settings_line(model.cfg)}")
-    click.echo(trace_table(model, done.trace, done.violated))
     claimed = done.trace.invariant
+    breaks = first_breaks(model, done.trace.states)
+    if html is not None:
+        if getattr(model, "family", "design") != "design":
+            fail(f"{trace_file}: --html draws design-model traces; this trace is of {model.family}")
+        write_file(html, render_html(model, done.trace, trace_file.name, claimed))
+    stays = claimed is None or claimed in done.violated
+    jsonout.note(trace=str(trace_file), settings=jsonout.settings(model), steps=done.trace.steps, claimed=claimed,
+                 broken=done.violated, first_broken=[{"step": i, "invariant": name} for i, name in breaks],
+                 verdict="replays" if stays else "no-longer-breaks", html=None if html is None else str(html))
+    click.echo(f"hwcheck replay: {trace_file}: {settings_line(model.cfg)}")
+    if not quiet:
+        click.echo(trace_table(model, done.trace, done.violated))
     broken = ", ".join(done.violated) or "no invariant"
     click.echo(f"replayed {done.trace.steps} steps: {broken} broken in the last state")
+    if verbose:
+        for i, name in breaks:
+            click.echo(f"  {name} first breaks at step {i}" + (f": {model.format_label(done.trace.labels[i - 1])}"
+                                                                 if i else " (the initial state)"))
+    if html is not None:
+        click.echo(f"html: {html}")
     if claimed and claimed not in done.violated:
         click.echo(f"the trace was stored as a counterexample to {claimed}, which no longer breaks")
         raise click.exceptions.Exit(EXIT_VIOLATION)
@@ -222,7 +283,12 @@ def load_gate_table(gate_file):
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         fail(f"{path}: malformed TOML: {e}")
-    table = doc.get("tool", {}).get("hwcheck", {}).get("gate") if "tool" in doc else doc.get("gate")
+    if "tool" in doc:
+        tool = doc["tool"]
+        hw = tool.get("hwcheck", {}) if isinstance(tool, dict) else None
+        table = hw.get("gate") if isinstance(hw, dict) else None
+    else:
+        table = doc.get("gate")
     if table is None:
         where = "[tool.hwcheck.gate]" if "tool" in doc or gate_file is None else "[gate.NAME] tables"
         fail(f"{path}: no gate entries ({where} missing)")
@@ -246,18 +312,32 @@ def non_default_settings(cfg: Config) -> str:
 @click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="also write the results as JUnit XML")
 @click.option("--force", is_flag=True, help="overwrite --junit if it exists")
-def gate(gate_file, junit, force):
-    """Check a matrix of (mode, settings) -> expected verdict; exit 1 when a verdict moved."""
+@click.option("--quiet", is_flag=True, help="only the verdicts that moved and the summary")
+@click.option("--verbose", is_flag=True, help="a progress log line each second while an entry runs")
+def gate(gate_file, junit, force, quiet=False, verbose=False):
+    """Check a matrix of (mode, settings) -> expected verdict; exit 1 when a verdict moved.
+
+    \b
+    Example:
+      hwcheck gate --junit gate.xml --force
+    """
     path, entries = load_gate_table(gate_file)
     if junit is not None:
         check_writable(junit, force)
-    click.echo(f"hwcheck gate: {len(entries)} entries from {path}")
+    say = (lambda *a, **k: None) if quiet else click.echo
+    say(f"hwcheck gate: {len(entries)} entries from {path}")
     outcomes = []
     for entry in entries:
-        outcome = run_entry(entry)
+        progress = Progress(progress_level(quiet, verbose), engine=entry.name)
+        outcome = run_entry(entry, progress=progress)
+        progress.done()
         outcomes.append(outcome)
         mark = "ok  " if outcome.passed else "FAIL"
-        click.echo(f"  {mark} {entry.name}: {outcome.got} ({outcome.result.elapsed:.1f} s)")
+        say(f"  {mark} {entry.name}: {outcome.got} ({outcome.result.elapsed:.1f} s)")
+        e = entry
+        jsonout.note(entry={"name": e.name, "settings": jsonout.settings(e.config), "expect": e.expect,
+                            "steps": e.steps, "got": outcome.got, "passed": outcome.passed,
+                            "figures": jsonout.figures(outcome.result)})
     header = ["entry", "mode", "settings", "expected", "got", "states", "depth", "time", ""]
     rows = []
     for o in outcomes:
@@ -267,13 +347,14 @@ def gate(gate_file, junit, force):
                      f"{o.result.distinct_states:,}", str(o.result.depth), f"{o.result.elapsed:.1f} s",
                      "ok" if o.passed else "MOVED"])
     widths = [max(len(r[c]) for r in [header] + rows) for c in range(len(header))]
-    click.echo("")
+    say("")
     for r in [header, ["-" * w for w in widths]] + rows:
-        click.echo("  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip())
+        say("  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip())
+    failed = [o for o in outcomes if not o.passed]
+    jsonout.note(file=str(path), verdict="moved" if failed else "passed", junit=None if junit is None else str(junit))
     if junit is not None:
         write_file(junit, junit_xml(outcomes))
-        click.echo(f"junit: {junit}")
-    failed = [o for o in outcomes if not o.passed]
+        say(f"junit: {junit}")
     if failed:
         for o in failed:
             click.echo(f"verdict moved: {o.entry.name}: {o.failure()}")
@@ -314,3 +395,8 @@ def main() -> None:
 from .graph import register as _register_graph  # noqa: E402
 
 _register_graph(verify, replay)
+
+# --json on verify, replay and gate (issue 9): registered last, so it wraps every other option
+jsonout.register(verify, "verify", refuse=("liveness",))
+jsonout.register(replay, "replay", refuse=("focus",))
+jsonout.register(gate, "gate")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import click
 
-from hwcheck.checker.families import DESIGN, FAMILIES
+from hwcheck.checker.families import DESIGN, FAMILIES, out_of_bounds
 from hwcheck.spec import Config, ConfigError, Model, kafka_tla
 from hwcheck.spec.config import MODE_ALIASES, MODES
 from hwcheck.spec.kafka_tla.state import NONE, members
@@ -62,9 +62,12 @@ def build_model(knobs: dict, only, fail):
         if knobs["mode"] in OTHER_MODES:
             fail(f"mode {knobs['mode']} belongs to --model {KAFKA_TLA}")
         try:
-            return Model(Config(**knobs))
+            cfg = Config(**knobs)
         except ConfigError as e:
             fail(str(e))
+        if out_of_bounds(cfg):
+            fail(out_of_bounds(cfg))
+        return Model(cfg)
     for name in DESIGN_ONLY:
         if _given(ctx, name):
             fail(f"{_flag(name)} does not apply to --model {KAFKA_TLA} (its options: --mode --replicas "
@@ -76,6 +79,8 @@ def build_model(knobs: dict, only, fail):
                                invariants=tuple(only) or TLA_DEFAULTS.invariants)
     except ConfigError as e:
         fail(str(e))
+    if out_of_bounds(cfg):
+        fail(out_of_bounds(cfg))
     return kafka_tla.Model(cfg)
 
 

@@ -1,0 +1,207 @@
+"""``--json`` on verify, replay and gate: one JSON document on stdout, nothing else there.
+
+A command notes what it found with ``note(**fields)`` (a no-op without ``--json``); the wrapper
+that ``register`` puts around each command silences the human text on stdout, and prints the
+noted document when the command ends with exit 0, 1 or 130. Bad input (exit 2) prints no
+document: the one error line goes to stderr as always. ``SCHEMA`` is the JSON Schema of the
+document; docs/hwcheck-json.schema.json holds it (a test keeps the two equal) and docs/cli.md
+describes it.
+
+>>> sorted(SCHEMA["$defs"])
+['figures', 'gate', 'replay', 'settings', 'verify']
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import io
+import json
+from importlib import metadata
+from typing import Optional
+
+import click
+
+META_KEY = "hwcheck.json"
+
+_NUM = {"type": "number", "minimum": 0}
+_INT = {"type": "integer", "minimum": 0}
+_STR_OR_NULL = {"type": ["string", "null"]}
+
+SCHEMA = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "hwcheck --json output",
+    "type": "object",
+    "required": ["hwcheck", "command", "exit_code", "verdict"],
+    "properties": {
+        "hwcheck": {"type": "string", "description": "the hwcheck version"},
+        "command": {"enum": ["verify", "replay", "gate"]},
+        "exit_code": {"enum": [0, 1, 130]},
+    },
+    "oneOf": [{"$ref": "#/$defs/verify"}, {"$ref": "#/$defs/replay"}, {"$ref": "#/$defs/gate"}],
+    "$defs": {
+        "settings": {
+            "type": "object", "required": ["model", "mode", "replicas"],
+            "properties": {"model": {"type": "string"}, "mode": {"type": "string"},
+                           "replicas": {"type": "integer", "minimum": 1}},
+            "description": "the model family and every knob of its Config",
+        },
+        "figures": {
+            "type": "object",
+            "required": ["distinct_states", "generated_states", "depth", "elapsed_s", "states_per_second",
+                         "peak_rss_mb", "collision_probability"],
+            "properties": {"distinct_states": _INT, "generated_states": _INT, "depth": _INT, "elapsed_s": _NUM,
+                           "states_per_second": _NUM, "peak_rss_mb": _NUM, "collision_probability": _NUM},
+            "additionalProperties": False,
+        },
+        "verify": {
+            "type": "object",
+            "required": ["command", "settings", "engine", "invariants", "max_depth", "verdict", "complete",
+                         "figures", "violations"],
+            "properties": {
+                "command": {"const": "verify"},
+                "settings": {"$ref": "#/$defs/settings"},
+                "engine": {"type": "string"},
+                "invariants": {"type": "array", "items": {"type": "string"}, "description": "those checked"},
+                "max_depth": {"type": ["integer", "null"]},
+                "verdict": {"enum": ["holds", "violated", "interrupted"]},
+                "complete": {"type": "boolean", "description": "false when a bound or Ctrl-C cut the search"},
+                "figures": {"$ref": "#/$defs/figures"},
+                "violations": {"type": "array", "items": {
+                    "type": "object", "required": ["invariant", "steps", "trace"],
+                    "properties": {"invariant": {"type": "string"}, "steps": _INT, "trace": {"type": "string"}},
+                    "additionalProperties": False}},
+            },
+        },
+        "replay": {
+            "type": "object",
+            "required": ["command", "trace", "settings", "steps", "claimed", "broken", "first_broken", "verdict",
+                         "html"],
+            "properties": {
+                "command": {"const": "replay"},
+                "trace": {"type": "string"},
+                "settings": {"$ref": "#/$defs/settings"},
+                "steps": _INT,
+                "claimed": {**_STR_OR_NULL, "description": "the invariant the trace was stored for"},
+                "broken": {"type": "array", "items": {"type": "string"}, "description": "in the last state"},
+                "first_broken": {"type": "array", "items": {
+                    "type": "object", "required": ["step", "invariant"],
+                    "properties": {"step": _INT, "invariant": {"type": "string"}}}},
+                "verdict": {"enum": ["replays", "no-longer-breaks", "differential"]},
+                "html": _STR_OR_NULL,
+                "differential": {
+                    "type": "object",
+                    "required": ["mode", "parted_at", "parted_how", "refused_at", "refused_why", "breaks"],
+                    "properties": {"mode": {"type": "string"}, "parted_at": {"type": ["integer", "null"]},
+                                   "parted_how": {"type": "string"}, "refused_at": {"type": ["integer", "null"]},
+                                   "refused_why": {"type": "string"},
+                                   "breaks": {"type": "array", "items": {
+                                       "type": "object", "required": ["step", "invariant"]}}}},
+            },
+        },
+        "gate": {
+            "type": "object",
+            "required": ["command", "file", "entries", "verdict", "junit"],
+            "properties": {
+                "command": {"const": "gate"},
+                "file": {"type": "string"},
+                "verdict": {"enum": ["passed", "moved"]},
+                "junit": _STR_OR_NULL,
+                "entries": {"type": "array", "items": {
+                    "type": "object",
+                    "required": ["name", "settings", "expect", "steps", "got", "passed", "figures"],
+                    "properties": {"name": {"type": "string"}, "settings": {"$ref": "#/$defs/settings"},
+                                   "expect": {"type": "string"}, "steps": {"type": ["integer", "null"]},
+                                   "got": {"type": "string"}, "passed": {"type": "boolean"},
+                                   "figures": {"$ref": "#/$defs/figures"}}}},
+            },
+        },
+    },
+}
+
+
+def version() -> str:
+    try:
+        return metadata.version("hwcheck")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def settings(model_or_cfg) -> dict:
+    """The ``settings`` object: the model family and the Config's knobs."""
+    cfg = getattr(model_or_cfg, "cfg", model_or_cfg)
+    family = getattr(model_or_cfg, "family", None) or ("kafka-tla" if "log_size" in cfg.as_dict() else "design")
+    return {"model": family, **cfg.as_dict()}
+
+
+def figures(result) -> dict:
+    return {"distinct_states": result.distinct_states, "generated_states": result.generated_states,
+            "depth": result.depth, "elapsed_s": round(result.elapsed, 3),
+            "states_per_second": round(result.states_per_second, 1), "peak_rss_mb": round(result.peak_rss_mb, 1),
+            "collision_probability": result.collision_probability}
+
+
+def _record() -> Optional[dict]:
+    ctx = click.get_current_context(silent=True)
+    return None if ctx is None else ctx.meta.get(META_KEY)
+
+
+def active() -> bool:
+    return _record() is not None
+
+
+APPENDED = {"violation": "violations", "entry": "entries"}
+
+
+def note(**fields) -> None:
+    """Add fields to the JSON document (nothing without --json); ``violations`` and
+    ``entries`` given as one item are appended."""
+    record = _record()
+    if record is None:
+        return
+    for key, value in fields.items():
+        if key in APPENDED:
+            record.setdefault(APPENDED[key], []).append(value)
+        else:
+            record[key] = value
+
+
+JSON_OPTION = click.Option(["--json", "as_json"], is_flag=True,
+                           help="print one JSON document on stdout (schema in docs/cli.md) instead of text")
+
+
+def json_callback(fn, command: str, refuse=()):
+    """Wrap a command's callback: with --json, its text on stdout is dropped and the noted
+    document printed at the end. ``refuse`` names options that do not combine with --json."""
+    @functools.wraps(fn)
+    def wrapper(as_json=False, **kwargs):
+        if not as_json:
+            return fn(**kwargs)
+        for name in refuse:
+            if kwargs.get(name):
+                click.echo(f"hwcheck: error: --json does not apply to --{name.replace('_', '-')}", err=True)
+                raise click.exceptions.Exit(2)
+        ctx = click.get_current_context()
+        record = ctx.meta[META_KEY] = {"hwcheck": version(), "command": command}
+        code = 0
+        try:
+            with contextlib.redirect_stdout(io.StringIO()):
+                fn(**kwargs)
+        except click.exceptions.Exit as e:
+            code = e.exit_code
+        finally:
+            del ctx.meta[META_KEY]
+        if code not in (0, 1, 130) or "verdict" not in record:
+            if code == 2:
+                raise click.exceptions.Exit(2)
+            click.echo("hwcheck: error: --json is not available for lasso (liveness) traces", err=True)
+            raise click.exceptions.Exit(2)
+        record["exit_code"] = code
+        click.echo(json.dumps(record, indent=2))
+        raise click.exceptions.Exit(code)
+    return wrapper
+
+
+def register(command: click.Command, name: str, refuse=()) -> None:
+    command.params.append(JSON_OPTION)
+    command.callback = json_callback(command.callback, name, refuse)

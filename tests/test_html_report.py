@@ -1,0 +1,171 @@
+"""The HTML trace report in a real headless Chromium (Debian's /usr/bin/chromium via Playwright).
+
+CI (CI=true, set by .ci/run, which installs chromium) always runs it; elsewhere it skips, saying
+why, only when chromium or playwright is missing. HWCHECK_UPDATE_SCREENSHOTS=1 rewrites the
+screenshot docs/ embeds (docs/img/report-hw-data-loss.png).
+"""
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from .conftest import ROOT, run_cli
+
+CHROMIUM = Path("/usr/bin/chromium")
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+SCREENSHOT = ROOT / "docs" / "img" / "report-hw-data-loss.png"
+CX = ROOT / "counterexamples"
+
+
+def _browser_missing() -> str:
+    if not CHROMIUM.exists():
+        return f"{CHROMIUM} is not installed (apt-get install chromium; .ci/run does it)"
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "the playwright package is not installed (pip install '.[test]')"
+    return ""
+
+
+@pytest.fixture
+def browser_page(tmp_path):
+    missing = _browser_missing()
+    if missing:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"the browser test must run in CI: {missing}")
+        pytest.skip(missing)
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as p:
+        context = p.chromium.launch_persistent_context(
+            str(tmp_path / "profile"), executable_path=str(CHROMIUM), args=FLAGS, headless=True,
+            viewport={"width": 1300, "height": 900})
+        page = context.new_page()
+        page.errors, page.requests = [], []
+        page.on("pageerror", lambda e: page.errors.append(str(e)))
+        page.on("console", lambda m: page.errors.append(m.text) if m.type == "error" else None)
+        page.on("request", lambda r: page.requests.append(r.url))
+        try:
+            yield page
+        finally:
+            context.close()
+
+
+def _report(tmp_path, trace: Path) -> Path:
+    out = tmp_path / "report.html"
+    proc = run_cli("replay", trace, "--html", out, "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    assert f"html: {out}" in proc.stdout
+    return out
+
+
+def test_stepping_through_the_hw_loss_shows_the_violation_at_its_step(tmp_path, browser_page):
+    page = browser_page
+    trace = CX / "hw-data-loss.itf.json"
+    steps = len(json.loads(trace.read_text())["states"]) - 1
+    page.goto(_report(tmp_path, trace).as_uri())
+
+    # the initial state: one lane per replica, nothing broken yet
+    assert page.inner_text("#counter") == f"step 0 / {steps}"
+    assert page.locator("#lanes g.lane").count() == 2
+    assert not page.locator("#violation").is_visible()
+
+    # step through with the keyboard: every step's action as the caption, no violation before the last
+    actions = [s["#meta"]["action"] for s in json.loads(trace.read_text())["states"]]
+    for i in range(1, steps + 1):
+        page.keyboard.press("ArrowRight")
+        assert page.inner_text("#caption") == f"step {i}: {actions[i]}"
+        assert page.locator("#violation").is_visible() == (i == steps), f"step {i}"
+    page.keyboard.press("ArrowRight")                        # past the end: stays at the end
+    assert page.inner_text("#counter") == f"step {steps} / {steps}"
+
+    # the end: the violation is shown, highlighted as happening now, and the lost record drawn
+    banner = page.locator("#violation")
+    assert banner.get_attribute("class") == "now"
+    assert "NoCommittedDataLoss broken (first at step 10)" in banner.inner_text()
+    assert "the violation this trace was stored for" in banner.inner_text()
+    assert page.evaluate("document.body.dataset.broken") == "NoCommittedDataLoss"
+    missing = page.locator("#lanes rect.missing")
+    assert missing.count() == 1 and missing.get_attribute("data-record") == "0"
+    # r0 still holds the acknowledged record 0 at offset 0, written in epoch 0
+    cell = page.locator('#lanes g[data-replica="r0"] rect.cell')
+    assert (cell.get_attribute("data-offset"), cell.get_attribute("data-record"),
+            cell.get_attribute("data-epoch")) == ("0", "0", "0")
+    assert page.locator("#lanes .hw").count() == 4 and page.locator("#lanes .leo").count() == 4
+    assert page.locator("#timeline .tmessage").count() >= 3          # fetches and responses
+
+    if os.environ.get("HWCHECK_UPDATE_SCREENSHOTS") == "1":
+        page.screenshot(path=str(SCREENSHOT), full_page=True)
+    shot = tmp_path / "report.png"
+    page.screenshot(path=str(shot), full_page=True)
+    assert shot.stat().st_size > 10_000
+
+    # back to the start with Home: the banner goes away; the buttons move too
+    page.keyboard.press("Home")
+    assert not page.locator("#violation").is_visible()
+    page.click("#last")
+    assert page.locator("#violation").is_visible()
+    page.click("#prev")
+    assert page.inner_text("#counter") == f"step {steps - 1} / {steps}"
+
+    assert page.errors == []
+    assert all(url.startswith("file://") for url in page.requests), page.requests   # no network
+
+
+def test_messages_in_flight_and_the_epoch_cache_are_drawn(tmp_path, browser_page):
+    """kip279's stale-leader trace: a message drawn as an arrow between lanes, the epoch caches."""
+    page = browser_page
+    trace = CX / "kip279-stale-leader-loss.itf.json"
+    doc = json.loads(trace.read_text())
+    page.goto(_report(tmp_path, trace).as_uri())
+    with_message = next(i for i, s in enumerate(doc["states"]) if s["inflight"])
+    page.fill("#slider", str(with_message))
+    page.dispatch_event("#slider", "input")
+    assert page.inner_text("#counter").startswith(f"step {with_message} /")
+    [(follower, msg)] = doc["states"][with_message]["inflight"].items()
+    arrow = page.locator("#lanes path.message")
+    assert arrow.count() == 1 and arrow.get_attribute("data-type") == msg["type"]
+    assert "cache e0@0" in page.locator("#lanes").text_content()
+    page.click(f'#timeline rect.col[data-step="{len(doc["states"]) - 1}"]')
+    assert "NoCommittedDataLoss" in page.inner_text("#violation")
+    assert page.errors == []
+
+
+def test_a_divergence_outlines_the_cells_that_disagree(tmp_path, browser_page):
+    """Unclean election with min ISR 2: r0 and r1 hold different records at an offset below both HWs."""
+    page = browser_page
+    trace = CX / "epoch-unclean-min-isr-2-divergence.itf.json"
+    last = json.loads(trace.read_text())["states"][-1]
+    page.goto(_report(tmp_path, trace).as_uri())
+    assert page.locator("#lanes rect.culprit").count() == 0
+    page.keyboard.press("End")
+    assert "NoLogDivergence broken" in page.inner_text("#violation")
+    culprits = page.locator("#lanes rect.culprit")
+    assert culprits.count() == 2
+    cells = {(c.get_attribute("data-offset"), c.get_attribute("data-record"), c.get_attribute("data-epoch"))
+             for c in culprits.all()}
+    offset = int(next(iter(cells))[0])
+    expected = {(str(offset), str(r["log"][offset]["record"]), str(r["log"][offset]["epoch"]))
+                for r in last["replicas"].values()}
+    assert cells == expected and len(expected) == 2          # the same offset, two different entries
+    assert page.errors == []
+
+
+def test_the_docs_embed_the_screenshot():
+    assert SCREENSHOT.exists() and SCREENSHOT.stat().st_size > 10_000
+    assert "img/report-hw-data-loss.png" in (ROOT / "docs" / "cli.md").read_text()
+
+
+def test_html_refuses_to_overwrite_and_other_families(tmp_path):
+    out = tmp_path / "mine.html"
+    out.write_text("precious")
+    proc = run_cli("replay", CX / "hw-data-loss.itf.json", "--html", out)
+    assert proc.returncode == 2 and out.read_text() == "precious"
+    assert proc.stderr.strip().splitlines() == [f"hwcheck: error: {out} exists; not overwriting it "
+                                                "(use --force or another path)"]
+    assert run_cli("replay", CX / "hw-data-loss.itf.json", "--html", out, "--force").returncode == 0
+    page = out.read_text()
+    assert page.startswith("<!DOCTYPE html>")
+    assert " src=" not in page and " href=" not in page        # self-contained: nothing to fetch

@@ -19,23 +19,6 @@ DESIGN = "design"
 FAMILIES = {DESIGN: (Config, Model), kafka_tla.FAMILY: (kafka_tla.Config, kafka_tla.Model)}
 
 
-# a ceiling on every count knob (records, crashes, epochs, ...): far past any space that can be
-# explored, low enough that building the initial state cannot overflow or exhaust memory
-MAX_COUNT = 10_000
-
-
-def out_of_bounds(cfg) -> str:
-    """'' when every integer knob of ``cfg`` is at most MAX_COUNT, else a one-line reason.
-
-    >>> out_of_bounds(Config(records=20000))
-    'records=20000 is beyond the ceiling of 10000'
-    """
-    for name, value in cfg.as_dict().items():
-        if isinstance(value, int) and not isinstance(value, bool) and value > MAX_COUNT:
-            return f"{name}={value} is beyond the ceiling of {MAX_COUNT}"
-    return ""
-
-
 def family_of(model) -> str:
     return getattr(model, "family", DESIGN)
 

@@ -21,7 +21,6 @@ from hwcheck.spec import Config, ConfigError, Model
 from hwcheck.spec.invariants import INVARIANTS
 
 from .bfs import bfs
-from .families import out_of_bounds
 from .result import Result
 
 HOLDS = "holds"
@@ -91,8 +90,6 @@ def parse_gate(table: dict) -> List[Entry]:
             cfg = Config.from_dict({k: v for k, v in spec.items() if k in KNOBS})
         except (ConfigError, TypeError) as e:
             raise GateError(f"entry {name!r}: {e}") from None
-        if out_of_bounds(cfg):
-            raise GateError(f"entry {name!r}: {out_of_bounds(cfg)}")
         entries.append(Entry(name, cfg, expect, spec.get("steps"), spec.get("max_depth"),
                              str(spec.get("description", ""))))
     return entries

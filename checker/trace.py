@@ -14,7 +14,7 @@ from typing import List, Optional, Tuple
 
 from hwcheck.spec import Config, ConfigError, Model
 
-from .families import DESIGN, family_of, make_model, out_of_bounds
+from .families import DESIGN, family_of, make_model
 from .result import Trace
 
 ITF_DESCRIPTION = "https://apalache-mc.org/docs/adr/015adr-trace.html"
@@ -93,9 +93,6 @@ def trace_model(doc: dict):
         model = make_model(trace_family(doc), doc["#meta"]["hwcheck"]["config"])
     except ConfigError as e:
         raise TraceError(f"bad config in trace: {e}") from None
-    why = out_of_bounds(model.cfg)
-    if why:
-        raise TraceError(f"bad config in trace: {why}")
     return model
 
 

@@ -15,7 +15,6 @@ import tomllib
 import click
 
 from hwcheck.checker.bfs import bfs
-from hwcheck.checker.families import out_of_bounds
 from hwcheck.checker.gate import GateError, junit_xml, parse_gate, run_entry
 from hwcheck.checker.result import INTERRUPTED, VIOLATED
 from hwcheck.checker.trace import TraceError, differential, load_itf, replay as replay_trace, to_itf
@@ -70,8 +69,6 @@ def make_config(**knobs) -> Config:
         cfg = Config(**knobs)
     except ConfigError as e:
         fail(str(e))
-    if out_of_bounds(cfg):
-        fail(out_of_bounds(cfg))
     return cfg
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import click
 
-from hwcheck.checker.families import DESIGN, FAMILIES, out_of_bounds
+from hwcheck.checker.families import DESIGN, FAMILIES
 from hwcheck.spec import Config, ConfigError, Model, kafka_tla
 from hwcheck.spec.config import MODE_ALIASES, MODES
 from hwcheck.spec.kafka_tla.state import NONE, members
@@ -65,8 +65,6 @@ def build_model(knobs: dict, only, fail):
             cfg = Config(**knobs)
         except ConfigError as e:
             fail(str(e))
-        if out_of_bounds(cfg):
-            fail(out_of_bounds(cfg))
         return Model(cfg)
     for name in DESIGN_ONLY:
         if _given(ctx, name):
@@ -79,8 +77,6 @@ def build_model(knobs: dict, only, fail):
                                invariants=tuple(only) or TLA_DEFAULTS.invariants)
     except ConfigError as e:
         fail(str(e))
-    if out_of_bounds(cfg):
-        fail(out_of_bounds(cfg))
     return kafka_tla.Model(cfg)
 
 

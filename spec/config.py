@@ -22,8 +22,29 @@ RESPONSE_HW = ("after", "before")
 MAX_REPLICAS = 5
 
 
+# a ceiling on every count knob (records, crashes, epochs, ...): far past any space that can be
+# explored, low enough that building the initial state cannot overflow or exhaust memory
+MAX_COUNT = 10_000
+
+
 class ConfigError(ValueError):
     """A knob is out of range or knobs contradict each other (one line, for the user)."""
+
+
+def check_counts(cfg, names) -> None:
+    """Every named knob of ``cfg`` is an integer no larger than MAX_COUNT.
+
+    >>> Config(records=20000)
+    Traceback (most recent call last):
+    ...
+    hwcheck.spec.config.ConfigError: records=20000 is beyond the ceiling of 10000
+    """
+    for name in names:
+        value = getattr(cfg, name)
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise ConfigError(f"{name} must be an integer, got {value!r}")
+        if value > MAX_COUNT:
+            raise ConfigError(f"{name}={value} is beyond the ceiling of {MAX_COUNT}")
 
 
 @dataclass(frozen=True)
@@ -40,14 +61,13 @@ class Config:
     response_hw: str = "after"
 
     def __post_init__(self) -> None:
+        if not isinstance(self.mode, str):
+            raise ConfigError(f"mode must be a name, got {self.mode!r}")
         mode = MODE_ALIASES.get(self.mode, self.mode)
         object.__setattr__(self, "mode", mode)
         if mode not in MODES:
             raise ConfigError(f"unknown mode {self.mode!r}; choose one of {', '.join(MODES)} (or kip320)")
-        for name in ("replicas", "records", "crashes", "power_failures", "max_epoch", "min_isr"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool):
-                raise ConfigError(f"{name} must be an integer, got {value!r}")
+        check_counts(self, ("replicas", "records", "crashes", "power_failures", "max_epoch", "min_isr"))
         if not 1 <= self.replicas <= MAX_REPLICAS:
             raise ConfigError(f"replicas={self.replicas} is out of range 1..{MAX_REPLICAS}")
         if self.records < 1:

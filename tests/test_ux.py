@@ -218,7 +218,7 @@ def test_bad_usage_gets_one_line(args, words, tmp_path):
     ('[tool]\nhwcheck = 5\n', "no gate entries"),
     ('[gate.x]\nmode = "hw"\nexpect = ["holds"]\n', "expect must be"),
     ('[gate.x]\nmode = "hw"\nexpect = "holds"\nrecords = 9223372036854775807\n', "beyond the ceiling"),
-    ('[gate.x]\nmode = 5\nexpect = "holds"\n', "unknown mode 5"),
+    ('[gate.x]\nmode = 5\nexpect = "holds"\n', "mode must be a name, got 5"),
     ('[gate]\nx = 5\n', "expected a table of settings"),
     ('[gate.x]\nmode = "hw"\nexpect = "holds"\n[gates.y]\n', "unknown top-level key(s) gates"),
 ])

@@ -14,7 +14,7 @@ import re
 from dataclasses import asdict, dataclass, fields
 from typing import Callable, Iterator, List, Tuple
 
-from ..config import ConfigError
+from ..config import ConfigError, check_counts
 from .actions import ARGS, NEXT, Constants
 from .invariants import INVARIANTS
 from .state import NONE, State, initial_state, members
@@ -40,12 +40,9 @@ class Config:
     invariants: Tuple[str, ...] = ("StrongIsr",)
 
     def __post_init__(self) -> None:
-        if self.mode not in MODES:
+        if not isinstance(self.mode, str) or self.mode not in MODES:
             raise ConfigError(f"unknown kafka-tla mode {self.mode!r}; choose one of {', '.join(MODES)}")
-        for name in ("replicas", "log_size", "max_records", "max_leader_epoch"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool):
-                raise ConfigError(f"{name} must be an integer, got {value!r}")
+        check_counts(self, ("replicas", "log_size", "max_records", "max_leader_epoch"))
         if not 1 <= self.replicas <= MAX_REPLICAS:
             raise ConfigError(f"replicas={self.replicas} is out of range 1..{MAX_REPLICAS}")
         if self.log_size < 1 or self.max_records < 1:

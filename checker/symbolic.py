@@ -47,17 +47,33 @@ UNDEF = -1
 # ---------------------------------------------------------------- the term algebra
 
 class _Z3Ops:
-    """Terms are z3 expressions (Python ints/bools are lifted where z3 needs them)."""
+    """Terms are z3 expressions: integers (``width=None``) or signed bit-vectors of ``width`` bits
+    (Python ints are lifted where z3 needs them)."""
     name = "z3"
 
-    @staticmethod
-    def If(c, a, b):
+    def __init__(self, width: Optional[int] = None):
+        self.width = width
+
+    def num(self, x):
+        return z3.BitVecVal(x, self.width) if self.width else z3.IntVal(x)
+
+    def var(self, name: str):
+        return z3.BitVec(name, self.width) if self.width else z3.Int(name)
+
+    def value(self, v) -> int:
+        return v.as_signed_long() if self.width else v.as_long()
+
+    def If(self, c, a, b):
         if c is True:
             return a
         if c is False:
             return b
         if a is b or (isinstance(a, z3.ExprRef) and isinstance(b, z3.ExprRef) and a.eq(b)):
             return a
+        if type(a) is int and type(b) is int:
+            if a == b:
+                return a
+            a = self.num(a)
         return z3.If(c, a, b)
 
     @staticmethod
@@ -78,18 +94,16 @@ class _Z3Ops:
     def Not(x):
         return (not x) if isinstance(x, bool) else z3.Not(x)
 
-    @staticmethod
-    def Sum(xs):
-        terms = [(1 if x else 0) if isinstance(x, bool) else z3.If(x, 1, 0) for x in xs]
+    def Sum(self, xs):
+        terms = [(1 if x else 0) if isinstance(x, bool) else z3.If(x, self.num(1), self.num(0)) for x in xs]
         return sum(terms[1:], terms[0]) if terms else 0
 
-    @staticmethod
-    def select(arr, idx):
+    def select(self, arr, idx):
         if isinstance(idx, int):
             return arr[idx] if 0 <= idx < len(arr) else arr[0]
         out = arr[0]
         for j in range(1, len(arr)):
-            out = ite(Z3, idx == j, arr[j], out)
+            out = ite(self, idx == j, arr[j], out)
         return out
 
 
@@ -123,6 +137,17 @@ class _ConcreteOps:
 
 
 Z3, CONCRETE = _Z3Ops(), _ConcreteOps()
+
+
+def z3_ops(width: Optional[int] = None) -> _Z3Ops:
+    return _Z3Ops(width)
+
+
+def bv_width(cfg) -> int:
+    """Bits (signed) for every value the encoding computes: offsets up to twice the records
+    (a LEO plus a response's records), epochs + 1, counters + 1; two bits of headroom."""
+    top = max(2 * cfg.records + 2, cfg.max_epoch + 2, cfg.crashes + 2, cfg.power_failures + 2, cfg.replicas + 2)
+    return top.bit_length() + 2
 
 
 def leaves(t):
@@ -237,15 +262,22 @@ class Encoding:
     # ------------------------------------------------------------ states
     def fresh(self, p: str) -> SState:
         n, L, C = self.n, self.L, self.C
-        I, B = z3.Int, z3.Bool
+        I, B = self.o.var, z3.Bool
 
         def pairs(tag, k):
             return tuple((I(f"{tag}_{j}_0"), I(f"{tag}_{j}_1")) for j in range(k))
-        reps = tuple(SRep(B(f"{p}r{r}alive"), I(f"{p}r{r}role"), I(f"{p}r{r}lepoch"), I(f"{p}r{r}leader"),
-                          tuple(B(f"{p}r{r}isr{x}") for x in range(n)), pairs(f"{p}r{r}log", L),
-                          I(f"{p}r{r}leo"), I(f"{p}r{r}hw"), I(f"{p}r{r}flushed"), pairs(f"{p}r{r}cache", C),
-                          I(f"{p}r{r}clen"), B(f"{p}r{r}trunc"), tuple(I(f"{p}r{r}remote{x}") for x in range(n)))
-                     for r in range(n))
+        epochs, power = self.mode.epochs, self.cfg.power_failures > 0
+
+        def rep(r):
+            # fields a run can never change are constants, not variables (no cache before 0.11,
+            # nothing flushed without power failures)
+            return SRep(B(f"{p}r{r}alive"), I(f"{p}r{r}role"), I(f"{p}r{r}lepoch"), I(f"{p}r{r}leader"),
+                        tuple(B(f"{p}r{r}isr{x}") for x in range(n)), pairs(f"{p}r{r}log", L),
+                        I(f"{p}r{r}leo"), I(f"{p}r{r}hw"), I(f"{p}r{r}flushed") if power else 0,
+                        pairs(f"{p}r{r}cache", C) if epochs else (ZERO,) * C,
+                        I(f"{p}r{r}clen") if epochs else 0, B(f"{p}r{r}trunc") if epochs else False,
+                        tuple(I(f"{p}r{r}remote{x}") for x in range(n)))
+        reps = tuple(rep(r) for r in range(n))
         ctl = SCtl(I(f"{p}c_leader"), I(f"{p}c_epoch"), tuple(B(f"{p}c_isr{x}") for x in range(n)))
         msgs = tuple(SMsg(I(f"{p}m{f}kind"), I(f"{p}m{f}peer"), I(f"{p}m{f}a"), I(f"{p}m{f}b"),
                           I(f"{p}m{f}start"), pairs(f"{p}m{f}recs", L)) for f in range(n))
@@ -318,8 +350,10 @@ class Encoding:
     def values(self, zmodel, s: SState) -> SState:
         """The concrete terms of a z3 model at the symbolic state ``s``."""
         def val(x):
+            if not isinstance(x, z3.ExprRef):      # a constant of the layout
+                return x
             v = zmodel.eval(x, model_completion=True)
-            return z3.is_true(v) if z3.is_bool(v) else v.as_long()
+            return z3.is_true(v) if z3.is_bool(v) else self.o.value(v)
         return rebuild(s, iter([val(x) for x in leaves(s)]))
 
     # ------------------------------------------------------------ the layout

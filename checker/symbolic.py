@@ -807,3 +807,47 @@ INVARIANT_ENCODINGS: Dict[str, Callable] = {
     "HwNotAboveLeo": hw_not_above_leo,
     "EncodingBounds": lambda enc, s: enc.bounds_ok(s),
 }
+
+
+# ---------------------------------------------------------------- auxiliary invariants (spec/auxiliary.py)
+
+def leo_within_produced(enc: Encoding, s: SState):
+    o, p = enc.o, s.hist.produced
+    return o.And(*[rep.leo <= p for rep in s.reps],
+                 *[o.Or(m.kind != FETCH_RESPONSE, m.b <= p) for m in s.msgs])
+
+
+def fetch_matches_log(enc: Encoding, s: SState):
+    o = enc.o
+    out = []
+    for f, m in enumerate(s.msgs):
+        leo = s.reps[f].leo
+        out.append(o.Or(m.kind != FETCH, m.b == leo))
+        out.append(o.Or(m.kind != FETCH_RESPONSE, m.start == leo, o.And(m.start == m.b, m.b < leo)))
+    return o.And(*out)
+
+
+def leader_epoch_bounded(enc: Encoding, s: SState):
+    o, e = enc.o, s.ctl.epoch
+    return o.And(*[o.And(rep.lepoch <= e, *[o.Or(j >= rep.leo, x[1] <= e) for j, x in enumerate(rep.log)])
+                   for rep in s.reps])
+
+
+def remote_leo_bounded(enc: Encoding, s: SState):
+    o = enc.o
+    return o.And(*[o.Or(rep.role != LEADER, x <= rep.leo) for rep in s.reps for x in rep.remote])
+
+
+def down_means_no_role(enc: Encoding, s: SState):
+    o = enc.o
+    return o.And(*[o.And(o.Or(rep.alive, rep.role == NONE), o.Or(rep.role != LEADER, s.msgs[r].kind == NO_MSG))
+                   for r, rep in enumerate(s.reps)])
+
+
+INVARIANT_ENCODINGS.update({
+    "DownMeansNoRole": down_means_no_role,
+    "LeoWithinProduced": leo_within_produced,
+    "FetchMatchesLog": fetch_matches_log,
+    "LeaderEpochBounded": leader_epoch_bounded,
+    "RemoteLeoBounded": remote_leo_bounded,
+})

@@ -127,7 +127,8 @@ def cli():
 @cli.command()
 @knob_options
 @model_options
-@click.option("--engine", type=click.Choice(["bfs"]), default="bfs", show_default=True)
+@click.option("--engine", type=click.Choice(["bfs", "z3"]), default="bfs", show_default=True)
+@click.option("--depth", type=click.IntRange(min=0), default=None, help="z3: the longest trace BMC looks for")
 @click.option("--max-depth", type=click.IntRange(min=0), default=None, help="stop exploring at this depth")
 @click.option("--all-invariants", is_flag=True, help="keep going after a violation: first trace of each invariant")
 @click.option("--invariant", "only", multiple=True, metavar="NAME",
@@ -136,7 +137,7 @@ def cli():
               help="where to write the counterexample (ITF JSON); default hwcheck-<mode>-<invariant>.itf.json")
 @click.option("--force", is_flag=True, help="overwrite --out if it exists")
 @click.option("--quiet", is_flag=True, help="no progress line, no trace table")
-def verify(engine, max_depth, all_invariants, only, out, force, quiet, **knobs):
+def verify(engine, depth, max_depth, all_invariants, only, out, force, quiet, **knobs):
     """Explore every behaviour within the bounds; report 'holds' or a shortest counterexample."""
     model = build_model(knobs, only, fail)
     cfg = model.cfg
@@ -147,6 +148,10 @@ def verify(engine, max_depth, all_invariants, only, out, force, quiet, **knobs):
     if unknown:
         fail(f"unknown invariant {unknown[0]!r}; choose from {', '.join(names)}")
     checked = list(only) or names
+    if engine == "z3" or depth is not None:
+        if engine != "z3" or max_depth is not None or all_invariants:
+            fail("--depth goes with --engine z3, which takes neither --max-depth nor --all-invariants")
+        _symbolic.verify_z3(model, depth, checked, out, force, quiet)
     click.echo(f"hwcheck verify: {settings_line(cfg)}")
     click.echo(f"engine {engine}; invariants {', '.join(checked)}")
     progress = Progress(not quiet)
@@ -314,3 +319,6 @@ def main() -> None:
 from .graph import register as _register_graph  # noqa: E402
 
 _register_graph(verify, replay)
+
+# the z3 engine (issue 4): `verify --engine z3 --depth K`, `hwcheck prove`
+from . import symbolic as _symbolic  # noqa: E402,F401

@@ -252,6 +252,8 @@ class Encoding:
         for name, arity in ACTION_TABLE:
             args = [(r,) for r in range(self.n)] if arity == 1 else \
                 [(a, b) for a in range(self.n) for b in range(self.n) if a != b]
+            if not args:
+                continue
             try:
                 model.parse_label(model.format_label((name,) + args[0]))
             except ConfigError:      # the action does not exist in this run (mode / power failures)
@@ -840,7 +842,8 @@ def remote_leo_bounded(enc: Encoding, s: SState):
 
 def down_means_no_role(enc: Encoding, s: SState):
     o = enc.o
-    return o.And(*[o.And(o.Or(rep.alive, rep.role == NONE), o.Or(rep.role != LEADER, s.msgs[r].kind == NO_MSG))
+    return o.And(*[o.And(o.Or(rep.alive, o.And(rep.role == NONE, s.msgs[r].kind == NO_MSG)),
+                         o.Or(rep.role != LEADER, s.msgs[r].kind == NO_MSG))
                    for r, rep in enumerate(s.reps)])
 
 

@@ -48,9 +48,10 @@ def remote_leo_bounded(s: State) -> bool:
 
 
 def down_means_no_role(s: State) -> bool:
-    """A broker that is down remembers no LeaderAndIsr (a crash wipes memory), and a leader has no
-    request of its own in flight (becoming leader stops its fetcher)."""
-    return all((rep.alive or rep.role == 0) and (rep.role != LEADER or not s.inflight[r])
+    """A broker that is down remembers no LeaderAndIsr and has nothing in flight (a crash wipes
+    memory and loses its messages), and a leader has no request of its own in flight (becoming
+    leader stops its fetcher)."""
+    return all((rep.alive or (rep.role == 0 and not s.inflight[r])) and (rep.role != LEADER or not s.inflight[r])
                for r, rep in enumerate(s.replicas))
 
 

@@ -117,7 +117,9 @@ LIVENESS_OPTIONS = [
 
 
 def run_liveness(fair, max_nodes, engine, max_depth, all_invariants, only, out, force, quiet, verbose=False,
-                 **knobs):
+                 depth=None, **knobs):
+    if engine != "bfs" or depth is not None:
+        fail("--liveness explores the state graph; it takes neither --engine z3 nor --depth")
     if only:
         fail("--invariant does not apply to --liveness (it checks the liveness properties)")
     if knobs.get("model_family", "design") != "design":

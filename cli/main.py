@@ -138,7 +138,8 @@ def cli():
 @cli.command()
 @knob_options
 @model_options
-@click.option("--engine", type=click.Choice(["bfs"]), default="bfs", show_default=True)
+@click.option("--engine", type=click.Choice(["bfs", "z3"]), default="bfs", show_default=True)
+@click.option("--depth", type=click.IntRange(min=0), default=None, help="z3: the longest trace BMC looks for")
 @click.option("--max-depth", type=click.IntRange(min=0), default=None, help="stop exploring at this depth")
 @click.option("--all-invariants", is_flag=True, help="keep going after a violation: first trace of each invariant")
 @click.option("--invariant", "only", multiple=True, metavar="NAME",
@@ -148,7 +149,7 @@ def cli():
 @click.option("--force", is_flag=True, help="overwrite --out if it exists")
 @click.option("--quiet", is_flag=True, help="no progress line, no trace table")
 @click.option("--verbose", is_flag=True, help="progress as a log line each second, terminal or not")
-def verify(engine, max_depth, all_invariants, only, out, force, quiet, verbose=False, **knobs):
+def verify(engine, depth, max_depth, all_invariants, only, out, force, quiet, verbose=False, **knobs):
     """Explore every behaviour within the bounds; report 'holds' or a shortest counterexample.
 
     \b
@@ -164,6 +165,10 @@ def verify(engine, max_depth, all_invariants, only, out, force, quiet, verbose=F
     if unknown:
         fail(f"unknown invariant {unknown[0]!r}; choose from {', '.join(names)}")
     checked = list(only) or names
+    if engine == "z3" or depth is not None:
+        if engine != "z3" or max_depth is not None or all_invariants:
+            fail("--depth goes with --engine z3, which takes neither --max-depth nor --all-invariants")
+        _symbolic.verify_z3(model, depth, checked, out, force, quiet)
     click.echo(f"hwcheck verify: {settings_line(cfg)}")
     click.echo(f"engine {engine}; invariants {', '.join(checked)}")
     progress = Progress(progress_level(quiet, verbose), engine=engine)
@@ -392,6 +397,9 @@ def main() -> None:
 from .graph import register as _register_graph  # noqa: E402
 
 _register_graph(verify, replay)
+
+# the z3 engine (issue 4): `verify --engine z3 --depth K`, `hwcheck prove`
+from . import symbolic as _symbolic  # noqa: E402,F401
 
 # --json on verify, replay and gate (issue 9): registered last, so it wraps every other option
 jsonout.register(verify, "verify", refuse=("liveness",))

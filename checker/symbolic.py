@@ -1,0 +1,856 @@
+"""The spec as z3 terms: state, initial predicate, transition relation, invariants.
+
+This is a second, hand-written encoding of spec/actions.py (guard then effect per action); it is
+kept honest by tests/test_symbolic.py, which checks on thousands of reachable states of every mode
+that the successors the spec enumerates equal the models of ``T(s, s')`` (both directions).
+
+The encoding is written once against a tiny term algebra (``If``/``And``/``Or``/``Not``/``Sum`` and
+Python's comparison operators) and instantiated twice: with z3 terms (``Z3``) for the solver, and
+with plain Python values (``CONCRETE``) so that the agreement test can evaluate the very same
+guards and effects on ten thousand states in seconds.
+
+Layout of a state (``n`` replicas, ``L = records`` log slots, ``C`` epoch-cache slots):
+
+- a log is ``L`` slots of ``(record, epoch)`` with a length (the LEO); slots at or beyond the LEO
+  are ``(0, 0)``. A record only ever sits at the offset it was produced at, so ``L`` slots suffice;
+- an epoch cache is ``C = min(max_epoch, records) + 1`` slots of ``(epoch, start)`` with a length
+  (epochs and starts strictly increase, so that many entries at most);
+- in-flight messages: per follower a kind (0 = none), the leader, two fields ``a``/``b``, and for
+  a FetchResponse the records at their absolute offsets ``start .. b-1`` (``b`` = leader's LEO);
+- history: ``produced``, ``acked`` per record, ``exposed`` per offset with a length, counters.
+
+Every action whose effect would leave this layout (a log longer than ``L``, ...) is disabled in
+``T``; the property ``EncodingBounds`` says no enabled action ever does so, and both engines check
+it, so a bound that is too small is reported, never silently cut.
+
+>>> from hwcheck.spec import Config, Model
+>>> enc = Encoding(Model(Config(mode="hw", records=1)), CONCRETE)
+>>> [s] = enc.model.init_states()
+>>> sorted(enc.model.format_label(lab) for lab, _ in enc.successors(s))[:2]
+['become_leader(r0)', 'crash(r0)']
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Dict, List, NamedTuple, Optional, Tuple
+
+import z3
+
+from hwcheck.spec import ConfigError
+
+# constants of spec/state.py, restated (this encoding is the engine's own copy of the protocol)
+NONE, LEADER, FOLLOWER = 0, 1, 2
+NO_MSG, FETCH, FETCH_RESPONSE, EPOCH_REQUEST, EPOCH_RESPONSE = 0, 1, 2, 3, 4
+UNDEF = -1
+
+
+# ---------------------------------------------------------------- the term algebra
+
+class _Z3Ops:
+    """Terms are z3 expressions: integers (``width=None``) or signed bit-vectors of ``width`` bits
+    (Python ints are lifted where z3 needs them)."""
+    name = "z3"
+
+    def __init__(self, width: Optional[int] = None):
+        self.width = width
+
+    def num(self, x):
+        return z3.BitVecVal(x, self.width) if self.width else z3.IntVal(x)
+
+    def var(self, name: str):
+        return z3.BitVec(name, self.width) if self.width else z3.Int(name)
+
+    def value(self, v) -> int:
+        return v.as_signed_long() if self.width else v.as_long()
+
+    def If(self, c, a, b):
+        if c is True:
+            return a
+        if c is False:
+            return b
+        if a is b or (isinstance(a, z3.ExprRef) and isinstance(b, z3.ExprRef) and a.eq(b)):
+            return a
+        if type(a) is int and type(b) is int:
+            if a == b:
+                return a
+            a = self.num(a)
+        return z3.If(c, a, b)
+
+    @staticmethod
+    def And(*xs):
+        xs = [x for x in xs if x is not True]
+        if any(x is False for x in xs):
+            return False
+        return True if not xs else xs[0] if len(xs) == 1 else z3.And(*xs)
+
+    @staticmethod
+    def Or(*xs):
+        xs = [x for x in xs if x is not False]
+        if any(x is True for x in xs):
+            return True
+        return False if not xs else xs[0] if len(xs) == 1 else z3.Or(*xs)
+
+    @staticmethod
+    def Not(x):
+        return (not x) if isinstance(x, bool) else z3.Not(x)
+
+    def Sum(self, xs):
+        terms = [(1 if x else 0) if isinstance(x, bool) else z3.If(x, self.num(1), self.num(0)) for x in xs]
+        return sum(terms[1:], terms[0]) if terms else 0
+
+    def select(self, arr, idx):
+        if isinstance(idx, int):
+            return arr[idx] if 0 <= idx < len(arr) else arr[0]
+        out = arr[0]
+        for j in range(1, len(arr)):
+            out = ite(self, idx == j, arr[j], out)
+        return out
+
+
+class _ConcreteOps:
+    """Terms are Python ints and bools: the same encoding, evaluated."""
+    name = "concrete"
+
+    @staticmethod
+    def If(c, a, b):
+        return a if c else b
+
+    @staticmethod
+    def And(*xs):
+        return all(xs)
+
+    @staticmethod
+    def Or(*xs):
+        return any(xs)
+
+    @staticmethod
+    def Not(x):
+        return not x
+
+    @staticmethod
+    def Sum(xs):
+        return sum(1 for x in xs if x)
+
+    @staticmethod
+    def select(arr, idx):
+        return arr[idx] if 0 <= idx < len(arr) else arr[0]
+
+
+Z3, CONCRETE = _Z3Ops(), _ConcreteOps()
+
+
+def z3_ops(width: Optional[int] = None) -> _Z3Ops:
+    return _Z3Ops(width)
+
+
+def bv_width(cfg) -> int:
+    """Bits (signed) for every value the encoding computes: offsets up to twice the records
+    (a LEO plus a response's records), epochs + 1, counters + 1; two bits of headroom."""
+    top = max(2 * cfg.records + 2, cfg.max_epoch + 2, cfg.crashes + 2, cfg.power_failures + 2, cfg.replicas + 2)
+    return top.bit_length() + 2
+
+
+def leaves(t):
+    if isinstance(t, tuple):
+        for x in t:
+            yield from leaves(x)
+    else:
+        yield t
+
+
+def rebuild(template, it):
+    if isinstance(template, tuple):
+        vals = [rebuild(x, it) for x in template]
+        return type(template)(*vals) if hasattr(template, "_fields") else tuple(vals)
+    return next(it)
+
+
+def ite(o, c, a, b):
+    """``If`` over two terms of the same shape (tuples, NamedTuples, leaves)."""
+    if c is True or c is False:
+        return a if c else b
+    if not isinstance(a, tuple):
+        return o.If(c, a, b)
+    return rebuild(a, iter([o.If(c, x, y) for x, y in zip(leaves(a), leaves(b))]))
+
+
+def equal(o, a, b):
+    return o.And(*[x == y for x, y in zip(leaves(a), leaves(b))])
+
+
+def tmin(o, a, b):
+    return o.If(a <= b, a, b)
+
+
+# ---------------------------------------------------------------- the symbolic state
+
+class SRep(NamedTuple):
+    alive: object
+    role: object
+    lepoch: object
+    leader: object
+    isr: tuple          # n booleans (a leader's view)
+    log: tuple          # L (record, epoch) slots
+    leo: object
+    hw: object
+    flushed: object
+    cache: tuple        # C (epoch, start) slots
+    clen: object
+    truncating: object
+    remote: tuple       # n ints (meaningful on a leader only; 0 otherwise)
+
+
+class SCtl(NamedTuple):
+    leader: object
+    epoch: object
+    isr: tuple
+
+
+class SMsg(NamedTuple):
+    kind: object
+    peer: object
+    a: object           # Fetch: leader epoch; FetchResponse: hw; EpochRequest: leader epoch; EpochResponse: epoch
+    b: object           # Fetch: fetch offset; FetchResponse: leader LEO; EpochRequest: requested; EpochResponse: end
+    start: object       # FetchResponse: offset of its first record (= b - number of records)
+    recs: tuple         # FetchResponse: L (record, epoch) slots at absolute offsets start .. b-1
+
+
+class SHist(NamedTuple):
+    produced: object
+    acked: tuple
+    exposed: tuple
+    xlen: object
+    crashes: object
+    pfails: object
+
+
+class SState(NamedTuple):
+    reps: tuple
+    ctl: SCtl
+    msgs: tuple
+    hist: SHist
+
+
+ZERO = (0, 0)
+
+
+class Encoding:
+    """The transition system of one Model (config + mode) over the term algebra ``o``.
+
+    - ``fresh(prefix)``: a state of z3 constants; ``of_state(s)``/``to_state(v)``: concrete states;
+    - ``init(s)``, ``wf(s)`` (the layout), ``instances`` (labels), ``action(i, s)`` -> (guard, next);
+    - ``invariant(name, s)`` for the spec's invariants, the auxiliary ones and EncodingBounds.
+    """
+
+    def __init__(self, model, o=Z3):
+        self.model, self.o = model, o
+        cfg, mode = model.cfg, model.rules.mode
+        self.cfg, self.mode = cfg, mode
+        self.n, self.L = cfg.replicas, cfg.records
+        self.C = min(cfg.max_epoch, cfg.records) + 1
+        self.instances: List[Tuple] = []
+        for name, arity in ACTION_TABLE:
+            args = [(r,) for r in range(self.n)] if arity == 1 else \
+                [(a, b) for a in range(self.n) for b in range(self.n) if a != b]
+            if not args:
+                continue
+            try:
+                model.parse_label(model.format_label((name,) + args[0]))
+            except ConfigError:      # the action does not exist in this run (mode / power failures)
+                continue
+            self.instances.extend((name,) + a for a in args)
+        self.overrides: Dict[str, Callable] = {}   # tests: replace one action's encoding
+
+    # ------------------------------------------------------------ states
+    def fresh(self, p: str) -> SState:
+        n, L, C = self.n, self.L, self.C
+        I, B = self.o.var, z3.Bool
+
+        def pairs(tag, k):
+            return tuple((I(f"{tag}_{j}_0"), I(f"{tag}_{j}_1")) for j in range(k))
+        epochs, power = self.mode.epochs, self.cfg.power_failures > 0
+
+        def rep(r):
+            # fields a run can never change are constants, not variables (no cache before 0.11,
+            # nothing flushed without power failures)
+            return SRep(B(f"{p}r{r}alive"), I(f"{p}r{r}role"), I(f"{p}r{r}lepoch"), I(f"{p}r{r}leader"),
+                        tuple(B(f"{p}r{r}isr{x}") for x in range(n)), pairs(f"{p}r{r}log", L),
+                        I(f"{p}r{r}leo"), I(f"{p}r{r}hw"), I(f"{p}r{r}flushed") if power else 0,
+                        pairs(f"{p}r{r}cache", C) if epochs else (ZERO,) * C,
+                        I(f"{p}r{r}clen") if epochs else 0, B(f"{p}r{r}trunc") if epochs else False,
+                        tuple(I(f"{p}r{r}remote{x}") for x in range(n)))
+        reps = tuple(rep(r) for r in range(n))
+        ctl = SCtl(I(f"{p}c_leader"), I(f"{p}c_epoch"), tuple(B(f"{p}c_isr{x}") for x in range(n)))
+        msgs = tuple(SMsg(I(f"{p}m{f}kind"), I(f"{p}m{f}peer"), I(f"{p}m{f}a"), I(f"{p}m{f}b"),
+                          I(f"{p}m{f}start"), pairs(f"{p}m{f}recs", L)) for f in range(n))
+        hist = SHist(I(f"{p}h_produced"), tuple(I(f"{p}h_acked{j}") for j in range(L)),
+                     tuple(I(f"{p}h_exposed{j}") for j in range(L)), I(f"{p}h_xlen"), I(f"{p}h_crashes"),
+                     I(f"{p}h_pfails"))
+        return SState(reps, ctl, msgs, hist)
+
+    def of_state(self, s) -> SState:
+        """A spec state as concrete terms (raises ValueError if it does not fit the layout)."""
+        n, L, C = self.n, self.L, self.C
+
+        def slots(entries, k, base=0):
+            if base + len(entries) > k:
+                raise ValueError("state does not fit the encoding's bounds")
+            out = [ZERO] * k
+            for i, e in enumerate(entries):
+                out[base + i] = tuple(e)
+            return tuple(out)
+
+        def bits(mask):
+            return tuple(bool(mask >> x & 1) for x in range(n))
+        reps = []
+        for rep in s.replicas:
+            remote = tuple(rep.remote_leo) if rep.remote_leo else (0,) * n
+            reps.append(SRep(bool(rep.alive), rep.role, rep.leader_epoch, rep.leader, bits(rep.isr),
+                             slots(rep.log, L), len(rep.log), rep.hw, rep.flushed, slots(rep.epoch_cache, C),
+                             len(rep.epoch_cache), bool(rep.truncating), remote))
+        msgs = []
+        for m in s.inflight:
+            if not m:
+                msgs.append(SMsg(NO_MSG, 0, 0, 0, 0, (ZERO,) * L))
+            elif m[0] == FETCH_RESPONSE:
+                _, peer, records, hw, leo = m
+                start = leo - len(records)
+                msgs.append(SMsg(FETCH_RESPONSE, peer, hw, leo, start, slots(records, L, start)))
+            else:
+                msgs.append(SMsg(m[0], m[1], m[2], m[3], 0, (ZERO,) * L))
+        h = s.history
+        if len(h.exposed) > L:
+            raise ValueError("state does not fit the encoding's bounds")
+        hist = SHist(h.produced, tuple(h.acked), tuple(h.exposed) + (0,) * (L - len(h.exposed)), len(h.exposed),
+                     h.crashes, h.power_failures)
+        c = s.controller
+        return SState(tuple(reps), SCtl(c.leader, c.epoch, bits(c.isr)), tuple(msgs), hist)
+
+    def to_state(self, v: SState):
+        """Concrete terms (of_state, a z3 model's values) back to a spec state."""
+        from hwcheck.spec.state import Controller, History, Replica, State
+
+        def mask(bs):
+            return sum(1 << x for x, b in enumerate(bs) if b)
+        reps = []
+        for r in v.reps:
+            reps.append(Replica(int(r.alive), r.role, r.lepoch, r.leader, mask(r.isr), tuple(r.log[:r.leo]), r.hw,
+                                r.flushed, tuple(r.cache[:r.clen]), int(r.truncating),
+                                tuple(r.remote) if r.role == LEADER else ()))
+        inflight = []
+        for m in v.msgs:
+            if m.kind == NO_MSG:
+                inflight.append(())
+            elif m.kind == FETCH_RESPONSE:
+                inflight.append((FETCH_RESPONSE, m.peer, tuple(m.recs[m.start:m.b]), m.a, m.b))
+            else:
+                inflight.append((m.kind, m.peer, m.a, m.b))
+        h = v.hist
+        return State(tuple(reps), Controller(v.ctl.leader, v.ctl.epoch, mask(v.ctl.isr)), tuple(inflight),
+                     History(h.produced, tuple(h.acked), tuple(h.exposed[:h.xlen]), h.crashes, h.pfails))
+
+    def values(self, zmodel, s: SState) -> SState:
+        """The concrete terms of a z3 model at the symbolic state ``s``."""
+        def val(x):
+            if not isinstance(x, z3.ExprRef):      # a constant of the layout
+                return x
+            v = zmodel.eval(x, model_completion=True)
+            return z3.is_true(v) if z3.is_bool(v) else self.o.value(v)
+        return rebuild(s, iter([val(x) for x in leaves(s)]))
+
+    # ------------------------------------------------------------ the layout
+    def wf(self, s: SState):
+        """The layout's constraints (ranges, canonical padding): every state the encoding
+        represents satisfies them, and each satisfying assignment is exactly one spec state."""
+        o, n, L, C, cfg = self.o, self.n, self.L, self.C, self.cfg
+        E = cfg.max_epoch
+        cs = []
+
+        def rng(x, lo, hi):
+            return o.And(lo <= x, x <= hi)
+
+        def entry_ok(e):
+            return o.And(rng(e[0], 0, L - 1), rng(e[1], 0, E))
+
+        def zero(e):
+            return o.And(e[0] == 0, e[1] == 0)
+        for r in s.reps:
+            none = r.role == NONE
+            cs += [rng(r.role, 0, 2), rng(r.leo, 0, L), rng(r.hw, 0, L), rng(r.flushed, 0, L), rng(r.clen, 0, C),
+                   o.If(none, o.And(r.lepoch == UNDEF, r.leader == UNDEF, o.Not(r.truncating),
+                                    *[o.Not(b) for b in r.isr]),
+                        o.And(rng(r.lepoch, 0, E), rng(r.leader, 0, n - 1)))]
+            if cfg.power_failures == 0:
+                cs.append(r.flushed == 0)
+            if not self.mode.epochs:
+                cs += [r.clen == 0, o.Not(r.truncating)]
+            for j, e in enumerate(r.log):
+                cs.append(o.If(j < r.leo, entry_ok(e), zero(e)))
+            for j, e in enumerate(r.cache):
+                ok = o.And(rng(e[0], 0, E), rng(e[1], 0, L))
+                if j > 0:
+                    prev = r.cache[j - 1]
+                    ok = o.And(ok, prev[0] < e[0], prev[1] < e[1])
+                cs.append(o.If(j < r.clen, ok, zero(e)))
+            for x in r.remote:
+                cs.append(o.If(r.role == LEADER, rng(x, UNDEF, L), x == 0))
+        cs += [rng(s.ctl.leader, UNDEF, n - 1), rng(s.ctl.epoch, 0, E)]
+        kinds = 4 if self.mode.epochs else 2
+        for m in s.msgs:
+            no_recs = o.And(*[zero(e) for e in m.recs])
+            cs.append(rng(m.kind, 0, kinds))
+            cs.append(o.If(m.kind == NO_MSG, o.And(m.peer == 0, m.a == 0, m.b == 0, m.start == 0, no_recs),
+                           rng(m.peer, 0, n - 1)))
+            cs.append(o.If(m.kind == FETCH, o.And(rng(m.a, 0, E), rng(m.b, 0, L), m.start == 0, no_recs), True))
+            recs_ok = o.And(*[o.If(o.And(m.start <= j, j < m.b), entry_ok(e), zero(e)) for j, e in enumerate(m.recs)])
+            cs.append(o.If(m.kind == FETCH_RESPONSE, o.And(rng(m.a, 0, L), rng(m.b, 0, L), rng(m.start, 0, L),
+                                                           m.start <= m.b, recs_ok), True))
+            cs.append(o.If(m.kind == EPOCH_REQUEST, o.And(rng(m.a, 0, E), rng(m.b, UNDEF, E), m.start == 0, no_recs),
+                           True))
+            cs.append(o.If(m.kind == EPOCH_RESPONSE, o.And(rng(m.a, UNDEF, E), rng(m.b, UNDEF, L), m.start == 0,
+                                                           no_recs), True))
+        h = s.hist
+        cs += [rng(h.produced, 0, L), rng(h.xlen, 0, L), rng(h.crashes, 0, cfg.crashes),
+               rng(h.pfails, 0, cfg.power_failures)]
+        cs += [rng(a, UNDEF, L - 1) for a in h.acked]
+        cs += [o.If(j < h.xlen, rng(x, 0, L - 1), x == 0) for j, x in enumerate(h.exposed)]
+        return o.And(*cs)
+
+    def init(self, s: SState):
+        return equal(self.o, s, self.of_state(self.model.init_states()[0]))
+
+    # ------------------------------------------------------------ log and epoch cache (spec/log.py)
+    def _set(self, s: SState, r: int, rep: SRep) -> SState:
+        return s._replace(reps=s.reps[:r] + (rep,) + s.reps[r + 1:])
+
+    def _send(self, s: SState, f: int, msg: SMsg) -> SState:
+        return s._replace(msgs=s.msgs[:f] + (msg,) + s.msgs[f + 1:])
+
+    def _none(self) -> SMsg:
+        return SMsg(NO_MSG, 0, 0, 0, 0, (ZERO,) * self.L)
+
+    def _prefix(self, slots, k):
+        """Slots below k kept, the rest zeroed."""
+        return tuple(ite(self.o, j < k, e, ZERO) for j, e in enumerate(slots))
+
+    def cache_filter(self, cache, clen, keep):
+        """Entries (a prefix, as starts and epochs increase) for which keep(entry) holds."""
+        o = self.o
+        k = o.Sum([o.And(j < clen, keep(e)) for j, e in enumerate(cache)])
+        return self._prefix(cache, k), k
+
+    def truncate(self, rep: SRep, offset) -> SRep:
+        o = self.o
+        beyond = offset >= rep.leo
+        newlen = o.If(beyond, rep.leo, offset)
+        cache, clen = self.cache_filter(rep.cache, rep.clen, lambda e: e[1] < newlen)
+        return rep._replace(log=self._prefix(rep.log, newlen), leo=newlen,
+                            hw=o.If(beyond, rep.hw, tmin(o, rep.hw, offset)),
+                            flushed=o.If(beyond, rep.flushed, tmin(o, rep.flushed, offset)),
+                            cache=cache, clen=clen)
+
+    def cache_assign(self, cache, clen, epoch, start):
+        o = self.o
+        last = o.select(cache, clen - 1)
+        same = o.And(clen > 0, last[0] == epoch, last[1] <= start)
+        k = o.Sum([o.And(j < clen, e[0] < epoch, e[1] < start) for j, e in enumerate(cache)])
+        new = tuple(ite(o, j < k, e, ite(o, j == k, (epoch, start), ZERO)) for j, e in enumerate(cache))
+        return ite(o, same, (cache, clen), (new, k + 1))
+
+    def latest_epoch(self, rep: SRep):
+        return self.o.If(rep.clen > 0, self.o.select(rep.cache, rep.clen - 1)[0], UNDEF)
+
+    def epoch_start(self, rep: SRep, epoch):
+        out = UNDEF
+        for j in reversed(range(self.C)):
+            e = rep.cache[j]
+            out = self.o.If(self.o.And(j < rep.clen, e[0] == epoch), e[1], out)
+        return out
+
+    def _higher(self, cache, clen, requested):
+        """Index of the first entry with an epoch above ``requested`` (= clen if none)."""
+        o = self.o
+        return o.Sum([o.And(j < clen, e[0] <= requested) for j, e in enumerate(cache)])
+
+    def end_offset_for(self, cache, clen, leo, requested):
+        o = self.o
+        last = o.select(cache, clen - 1)
+        h = self._higher(cache, clen, requested)
+        starts = [e[1] for e in cache]
+        general = ite(o, h == clen, (UNDEF, UNDEF),
+                      ite(o, h == 0, (requested, cache[0][1]),
+                          (o.select([e[0] for e in cache], h - 1), o.select(starts, h))))
+        return ite(o, o.Or(requested == UNDEF, clen == 0), (UNDEF, UNDEF),
+                   ite(o, last[0] == requested, (requested, leo), general))
+
+    def kip101_answer(self, cache, clen, leo, requested):
+        o = self.o
+        last = o.select(cache, clen - 1)
+        h = self._higher(cache, clen, requested)
+        return ite(o, o.And(clen > 0, last[0] == requested), (UNDEF, leo),
+                   ite(o, o.Or(clen == 0, requested < cache[0][0]), (UNDEF, UNDEF),
+                       ite(o, h < clen, (UNDEF, o.select([e[1] for e in cache], h)), (UNDEF, UNDEF))))
+
+    def follower_truncation(self, rep: SRep, epoch, end):
+        o = self.o
+        own_epoch, own_end = self.end_offset_for(rep.cache, rep.clen, rep.leo, epoch)
+        return ite(o, end == UNDEF, (rep.hw, True),
+                   ite(o, epoch == UNDEF, (tmin(o, end, rep.leo), True),
+                       ite(o, own_end == UNDEF, (tmin(o, end, rep.leo), True),
+                           ite(o, own_epoch != epoch, (tmin(o, own_end, rep.leo), False),
+                               (tmin(o, tmin(o, own_end, end), rep.leo), True)))))
+
+    def append(self, rep: SRep, entries, k) -> SRep:
+        """Append the first ``k`` of ``entries`` at the LEO (assigning epochs to the cache)."""
+        o = self.o
+        log = []
+        for j, old in enumerate(rep.log):
+            v = old
+            for i, e in enumerate(entries):
+                v = ite(o, o.And(i < k, rep.leo + i == j), e, v)
+            log.append(v)
+        cache, clen = rep.cache, rep.clen
+        if self.mode.epochs:
+            for i, e in enumerate(entries):
+                cache, clen = ite(o, i < k, self.cache_assign(cache, clen, e[1], rep.leo + i), (cache, clen))
+        return rep._replace(log=tuple(log), leo=rep.leo + k, cache=cache, clen=clen)
+
+    # ------------------------------------------------------------ actions (spec/actions.py)
+    def advance_hw(self, s: SState, l: int) -> SState:
+        o, rep, cfg = self.o, s.reps[l], self.cfg
+        low = rep.leo
+        for f in range(self.n):
+            if f != l:
+                low = o.If(rep.isr[f], tmin(o, low, rep.remote[f]), low)
+        h = s.hist
+        exposed = tuple(o.If(o.And(j >= h.xlen, j < low), rep.log[j][0], x) for j, x in enumerate(h.exposed))
+        xlen = o.If(low > h.xlen, low, h.xlen)
+        acked = h.acked
+        if cfg.acks == "all":
+            enough = o.Sum(rep.isr) >= cfg.min_isr
+            new = []
+            for rec, old in enumerate(acked):
+                at = UNDEF
+                for j in reversed(range(self.L)):
+                    e = rep.log[j]
+                    at = o.If(o.And(rep.hw <= j, j < low, e[0] == rec, e[1] == rep.lepoch), j, at)
+                new.append(o.If(o.And(enough, old == UNDEF, at != UNDEF), at, old))
+            acked = tuple(new)
+        moved = self._set(s, l, rep._replace(hw=low))._replace(hist=h._replace(exposed=exposed, xlen=xlen,
+                                                                               acked=acked))
+        return ite(o, low <= rep.hw, s, moved)
+
+    def in_office(self, s: SState, r: int):
+        rep = s.reps[r]
+        return self.o.And(rep.alive, rep.role == LEADER, s.ctl.leader == r, rep.lepoch == s.ctl.epoch)
+
+    def accepts(self, leader: SRep, request_epoch):
+        o = self.o
+        ok = o.And(leader.alive, leader.role == LEADER)
+        return o.And(ok, request_epoch == leader.lepoch) if self.mode.fenced else ok
+
+    def leader_alive(self, s: SState, rep: SRep):
+        return self.o.select([x.alive for x in s.reps], rep.leader)
+
+    def produce(self, s, r):
+        o, rep, cfg = self.o, s.reps[r], self.cfg
+        h = s.hist
+        guard = o.And(rep.alive, rep.role == LEADER, h.produced < cfg.records)
+        if cfg.acks == "all":
+            guard = o.And(guard, o.Sum(rep.isr) >= cfg.min_isr)
+        new = self.append(rep, ((h.produced, rep.lepoch),), 1)
+        acked = h.acked if cfg.acks == "all" else \
+            tuple(o.If(h.produced == j, rep.leo, a) for j, a in enumerate(h.acked))
+        s = self._set(s, r, new)._replace(hist=h._replace(produced=h.produced + 1, acked=acked))
+        return guard, self.advance_hw(s, r)
+
+    def send_fetch(self, s, f):
+        o, rep = self.o, s.reps[f]
+        guard = o.And(rep.alive, rep.role == FOLLOWER, o.Not(rep.truncating), s.msgs[f].kind == NO_MSG,
+                      self.leader_alive(s, rep))
+        return guard, self._send(s, f, SMsg(FETCH, rep.leader, rep.lepoch, rep.leo, 0, (ZERO,) * self.L))
+
+    def leader_handle_fetch(self, s, l, f):
+        o, m, leader = self.o, s.msgs[f], s.reps[l]
+        guard = o.And(m.kind == FETCH, m.peer == l, self.accepts(leader, m.a))
+        offset = m.b
+        out_of_range = self._send(s, f, SMsg(FETCH_RESPONSE, l, leader.hw, leader.leo, leader.leo, (ZERO,) * self.L))
+        remote = tuple(offset if x == f else v for x, v in enumerate(leader.remote))
+        t = self.advance_hw(self._set(s, l, leader._replace(remote=remote)), l)
+        hw = leader.hw if self.cfg.response_hw == "before" else t.reps[l].hw
+        recs = tuple(ite(o, j >= offset, e, ZERO) for j, e in enumerate(leader.log))
+        t = self._send(t, f, SMsg(FETCH_RESPONSE, l, hw, leader.leo, offset, recs))
+        return guard, ite(o, offset > leader.leo, out_of_range, t)
+
+    def follower_handle_fetch(self, s, f):
+        o, m, rep = self.o, s.msgs[f], s.reps[f]
+        guard = m.kind == FETCH_RESPONSE
+        rep = ite(o, m.b < rep.leo, self.truncate(rep, m.b), rep)
+        entries = [o.select(m.recs, m.start + i) for i in range(self.L)]
+        rep = self.append(rep, entries, m.b - m.start)
+        rep = rep._replace(hw=tmin(o, rep.leo, m.a))
+        return guard, self._send(self._set(s, f, rep), f, self._none())
+
+    def reject_request(self, s, l, f):
+        o, m = self.o, s.msgs[f]
+        guard = o.And(o.Or(m.kind == FETCH, m.kind == EPOCH_REQUEST), m.peer == l,
+                      o.Not(self.accepts(s.reps[l], m.a)))
+        return guard, self._send(s, f, self._none())
+
+    def send_epoch_request(self, s, f):
+        o, rep = self.o, s.reps[f]
+        guard = o.And(rep.alive, rep.role == FOLLOWER, rep.truncating, s.msgs[f].kind == NO_MSG,
+                      self.leader_alive(s, rep))
+        msg = SMsg(EPOCH_REQUEST, rep.leader, rep.lepoch, self.latest_epoch(rep), 0, (ZERO,) * self.L)
+        return guard, self._send(s, f, msg)
+
+    def leader_handle_epoch_request(self, s, l, f):
+        o, m, leader = self.o, s.msgs[f], s.reps[l]
+        guard = o.And(m.kind == EPOCH_REQUEST, m.peer == l, self.accepts(leader, m.a))
+        answer = self.kip101_answer if self.mode.name == "kip101" else self.end_offset_for
+        epoch, end = answer(leader.cache, leader.clen, leader.leo, m.b)
+        return guard, self._send(s, f, SMsg(EPOCH_RESPONSE, l, epoch, end, 0, (ZERO,) * self.L))
+
+    def follower_handle_epoch_response(self, s, f):
+        o, m, rep = self.o, s.msgs[f], s.reps[f]
+        offset, done = self.follower_truncation(rep, m.a, m.b)
+        rep = self.truncate(rep, offset)._replace(truncating=o.Not(done))
+        return m.kind == EPOCH_RESPONSE, self._send(self._set(s, f, rep), f, self._none())
+
+    def _lost_memory(self, rep: SRep) -> SRep:
+        n = self.n
+        return rep._replace(alive=False, role=NONE, lepoch=UNDEF, leader=UNDEF, isr=(False,) * n,
+                            truncating=False, remote=(0,) * n)
+
+    def _drop_messages(self, s: SState, r: int) -> SState:
+        o = self.o
+        msgs = tuple(self._none() if f == r else ite(o, o.And(m.kind != NO_MSG, m.peer == r), self._none(), m)
+                     for f, m in enumerate(s.msgs))
+        return s._replace(msgs=msgs)
+
+    def crash(self, s, r):
+        o, rep = self.o, s.reps[r]
+        guard = o.And(rep.alive, s.hist.crashes < self.cfg.crashes)
+        t = self._drop_messages(self._set(s, r, self._lost_memory(rep)), r)
+        return guard, t._replace(hist=t.hist._replace(crashes=t.hist.crashes + 1))
+
+    def power_fail(self, s, r):
+        o, rep, cfg = self.o, s.reps[r], self.cfg
+        used = s.hist.pfails
+        guard = o.And(rep.alive, used < cfg.power_failures)
+        t = self._drop_messages(self._set(s, r, self._lost_memory(self.truncate(rep, rep.flushed))), r)
+        forgotten = t._replace(reps=tuple(x._replace(flushed=0) for x in t.reps))
+        t = ite(o, used + 1 == cfg.power_failures, forgotten, t)
+        return guard, t._replace(hist=t.hist._replace(pfails=used + 1))
+
+    def flush(self, s, r):
+        o, rep = self.o, s.reps[r]
+        guard = o.And(rep.alive, s.hist.pfails < self.cfg.power_failures, rep.flushed < rep.leo)
+        return guard, self._set(s, r, rep._replace(flushed=rep.leo))
+
+    def failure_unhandled(self, s, r):
+        o, c = self.o, s.ctl
+        return o.Or(c.leader == r, o.And(c.isr[r], o.Sum(c.isr) > 1))
+
+    def restart(self, s, r):
+        o, rep = self.o, s.reps[r]
+        guard = o.Not(rep.alive)
+        if self.mode.restart_after_detection:
+            guard = o.And(guard, o.Not(self.failure_unhandled(s, r)))
+        rep = rep._replace(alive=True)
+        if not self.mode.epochs:
+            rep = self.truncate(rep, rep.hw)
+        return guard, self._set(s, r, rep)
+
+    def controller_detect_failure(self, s, r):
+        o, c = self.o, s.ctl
+        guard = o.And(o.Not(s.reps[r].alive), self.failure_unhandled(s, r))
+        several = o.Sum(c.isr) > 1
+        isr = tuple(o.And(b, o.Not(several)) if x == r else b for x, b in enumerate(c.isr))
+        leader = o.If(c.leader == r, UNDEF, c.leader)
+        return guard, s._replace(ctl=c._replace(leader=leader, isr=isr))
+
+    def elect(self, s, r):
+        o, c, cfg = self.o, s.ctl, self.cfg
+        rep = s.reps[r]
+        live_isr = o.Or(*[o.And(c.isr[x], s.reps[x].alive) for x in range(self.n)])
+        member = c.isr[r]
+        eligible = o.Or(member, o.And(cfg.unclean_election, o.Not(live_isr)))
+        guard = o.And(rep.alive, c.epoch < cfg.max_epoch, c.leader != r, eligible)
+        isr = ite(o, member, c.isr, tuple(x == r for x in range(self.n)))
+        return guard, s._replace(ctl=SCtl(r, c.epoch + 1, isr))
+
+    def become_leader(self, s, r):
+        o, c, rep = self.o, s.ctl, s.reps[r]
+        new_term = o.Or(rep.role != LEADER, rep.lepoch != c.epoch)
+        guard = o.And(rep.alive, c.leader == r, o.Or(new_term, o.Not(equal(o, rep.isr, c.isr))))
+        cache, clen = rep.cache, rep.clen
+        if self.mode.cache_on_become_leader:
+            cache, clen = self.cache_assign(cache, clen, c.epoch, rep.leo)
+        fresh = rep._replace(role=LEADER, lepoch=c.epoch, leader=r, truncating=False,
+                             remote=(UNDEF,) * self.n, cache=cache, clen=clen)
+        t = self._send(self._set(s, r, fresh), r, self._none())
+        t = ite(o, new_term, t, s)
+        t = self._set(t, r, t.reps[r]._replace(isr=c.isr))
+        return guard, self.advance_hw(t, r)
+
+    def become_follower(self, s, r):
+        o, c, rep = self.o, s.ctl, s.reps[r]
+        same = o.And(rep.role == FOLLOWER, rep.lepoch == c.epoch, rep.leader == c.leader)
+        guard = o.And(rep.alive, c.leader != UNDEF, c.leader != r, o.Not(same))
+        rep = rep._replace(role=FOLLOWER, lepoch=c.epoch, leader=c.leader, isr=(False,) * self.n,
+                           remote=(0,) * self.n)
+        truncated = self.truncate(rep, rep.hw)._replace(truncating=False)
+        if self.mode.epochs:
+            rep = ite(o, rep.clen > 0, rep._replace(truncating=True), truncated)
+        else:
+            rep = truncated
+        return guard, self._send(self._set(s, r, rep), r, self._none())
+
+    def shrink_isr(self, s, l, f):
+        o, rep = self.o, s.reps[l]
+        guard = o.And(self.in_office(s, l), equal(o, rep.isr, s.ctl.isr), rep.isr[f], rep.remote[f] < rep.leo)
+        isr = tuple(False if x == f else b for x, b in enumerate(rep.isr))
+        t = self._set(s, l, rep._replace(isr=isr))._replace(ctl=s.ctl._replace(isr=isr))
+        return guard, self.advance_hw(t, l)
+
+    def expand_isr(self, s, l, f):
+        o, rep = self.o, s.reps[l]
+        remote = rep.remote[f]
+        guard = o.And(self.in_office(s, l), equal(o, rep.isr, s.ctl.isr), o.Not(rep.isr[f]),
+                      remote != UNDEF, remote >= rep.hw)
+        if self.mode.expand_waits_for_epoch_start:
+            guard = o.And(guard, remote >= self.epoch_start(rep, rep.lepoch))
+        isr = tuple(True if x == f else b for x, b in enumerate(rep.isr))
+        return guard, self._set(s, l, rep._replace(isr=isr))._replace(ctl=s.ctl._replace(isr=isr))
+
+    def action(self, i: int, s: SState):
+        """(guard, next state) of action instance ``i`` (a label of ``instances``)."""
+        label = self.instances[i]
+        fn = self.overrides.get(label[0]) or getattr(self, label[0])
+        return fn(s, *label[1:])
+
+    # ------------------------------------------------------------ evaluation and invariants
+    def successors(self, state):
+        """The encoding's successors of a spec state, evaluated (``o`` must be CONCRETE)."""
+        v = self.of_state(state)
+        for i, label in enumerate(self.instances):
+            guard, nxt = self.action(i, v)
+            if guard and self.wf(nxt):
+                yield label, self.to_state(nxt)
+
+    def invariant(self, name: str, s: SState):
+        return INVARIANT_ENCODINGS[name](self, s)
+
+    def bounds_ok(self, s: SState):
+        """EncodingBounds: no enabled action leaves the layout."""
+        o = self.o
+        out = []
+        for i in range(len(self.instances)):
+            guard, nxt = self.action(i, s)
+            out.append(o.Or(o.Not(guard), self.wf(nxt)))
+        return o.And(*out)
+
+
+# name, arity: the actions of spec/actions.py, in its order
+ACTION_TABLE = (
+    ("produce", 1), ("send_fetch", 1), ("leader_handle_fetch", 2), ("follower_handle_fetch", 1),
+    ("send_epoch_request", 1), ("leader_handle_epoch_request", 2), ("follower_handle_epoch_response", 1),
+    ("reject_request", 2), ("crash", 1), ("power_fail", 1), ("flush", 1), ("restart", 1),
+    ("controller_detect_failure", 1), ("elect", 1), ("become_leader", 1), ("become_follower", 1),
+    ("shrink_isr", 2), ("expand_isr", 2),
+)
+
+
+# ---------------------------------------------------------------- invariants (spec/invariants.py)
+
+def no_committed_data_loss(enc: Encoding, s: SState):
+    o, c = enc.o, s.ctl
+    out = []
+    for l, rep in enumerate(s.reps):
+        in_office = o.And(c.leader == l, rep.alive, rep.role == LEADER, rep.lepoch == c.epoch)
+        kept = [o.Or(off == UNDEF, o.And(off < rep.leo, o.select([e[0] for e in rep.log], off) == rec))
+                for rec, off in enumerate(s.hist.acked)]
+        out.append(o.Or(o.Not(in_office), o.And(*kept)))
+    return o.And(*out)
+
+
+def no_log_divergence(enc: Encoding, s: SState):
+    o, reps = enc.o, s.reps
+    out = []
+    for a in range(len(reps)):
+        for b in range(a + 1, len(reps)):
+            below = tmin(o, reps[a].hw, reps[b].hw)
+            ea, eb = tmin(o, below, reps[a].leo), tmin(o, below, reps[b].leo)
+            out.append(o.And(ea == eb, *[o.Or(j >= ea, equal(o, x, y))
+                                         for j, (x, y) in enumerate(zip(reps[a].log, reps[b].log))]))
+    return o.And(*out)
+
+
+def consumer_consistency(enc: Encoding, s: SState):
+    o, h = enc.o, s.hist
+    out = []
+    for rep in s.reps:
+        serving = o.And(rep.alive, rep.role == LEADER)
+        upto = tmin(o, rep.hw, h.xlen)
+        same = [o.Or(j >= upto, rep.log[j][0] == h.exposed[j]) for j in range(enc.L)]
+        out.append(o.Or(o.Not(serving), o.And(*same)))
+    return o.And(*out)
+
+
+def hw_not_above_leo(enc: Encoding, s: SState):
+    return enc.o.And(*[rep.hw <= rep.leo for rep in s.reps])
+
+
+INVARIANT_ENCODINGS: Dict[str, Callable] = {
+    "NoCommittedDataLoss": no_committed_data_loss,
+    "NoLogDivergence": no_log_divergence,
+    "ConsumerConsistency": consumer_consistency,
+    "HwNotAboveLeo": hw_not_above_leo,
+    "EncodingBounds": lambda enc, s: enc.bounds_ok(s),
+}
+
+
+# ---------------------------------------------------------------- auxiliary invariants (spec/auxiliary.py)
+
+def leo_within_produced(enc: Encoding, s: SState):
+    o, p = enc.o, s.hist.produced
+    return o.And(*[rep.leo <= p for rep in s.reps],
+                 *[o.Or(m.kind != FETCH_RESPONSE, m.b <= p) for m in s.msgs])
+
+
+def fetch_matches_log(enc: Encoding, s: SState):
+    o = enc.o
+    out = []
+    for f, m in enumerate(s.msgs):
+        leo = s.reps[f].leo
+        out.append(o.Or(m.kind != FETCH, m.b == leo))
+        out.append(o.Or(m.kind != FETCH_RESPONSE, m.start == leo, o.And(m.start == m.b, m.b < leo)))
+    return o.And(*out)
+
+
+def leader_epoch_bounded(enc: Encoding, s: SState):
+    o, e = enc.o, s.ctl.epoch
+    return o.And(*[o.And(rep.lepoch <= e, *[o.Or(j >= rep.leo, x[1] <= e) for j, x in enumerate(rep.log)])
+                   for rep in s.reps])
+
+
+def remote_leo_bounded(enc: Encoding, s: SState):
+    o = enc.o
+    return o.And(*[o.Or(rep.role != LEADER, x <= rep.leo) for rep in s.reps for x in rep.remote])
+
+
+def down_means_no_role(enc: Encoding, s: SState):
+    o = enc.o
+    return o.And(*[o.And(o.Or(rep.alive, o.And(rep.role == NONE, s.msgs[r].kind == NO_MSG)),
+                         o.Or(rep.role != LEADER, s.msgs[r].kind == NO_MSG))
+                   for r, rep in enumerate(s.reps)])
+
+
+INVARIANT_ENCODINGS.update({
+    "DownMeansNoRole": down_means_no_role,
+    "LeoWithinProduced": leo_within_produced,
+    "FetchMatchesLog": fetch_matches_log,
+    "LeaderEpochBounded": leader_epoch_bounded,
+    "RemoteLeoBounded": remote_leo_bounded,
+})

@@ -1,0 +1,113 @@
+"""The z3 engine on the command line: ``verify --engine z3 --depth K`` (bounded model checking)
+and ``hwcheck prove`` (k-induction). main.py imports this module at its end."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from hwcheck.checker.bmc import NOT_INDUCTIVE, EncodingError, bmc, prove as k_induction
+from hwcheck.checker.result import VIOLATED
+from hwcheck.checker.trace import to_itf
+from hwcheck.spec import Model
+from hwcheck.spec.auxiliary import AUXILIARY
+from hwcheck.spec.state import UNDEFINED, replica_name
+
+from . import jsonout
+from .main import (EXIT_HOLDS, EXIT_VIOLATION, check_writable, cli, fail, free_default_path, knob_options,
+                   make_config, write_file)
+from .render import controller_cell, replica_cell, settings_line, trace_table
+
+EXIT_NOT_INDUCTIVE = 3
+
+
+def _depth_line(k: int, seconds: float, answer: str) -> None:
+    what = "violation found" if answer == "sat" else "no violation"
+    click.echo(f"  depth {k}: {what} ({seconds:.2f} s)")
+
+
+def verify_z3(model, depth, checked, out, force, quiet) -> None:
+    """BMC for ``verify --engine z3``: deepen from 0 to ``depth``; exit like bfs."""
+    if getattr(model, "family", "design") != "design":
+        fail("--engine z3 encodes the design model only (not --model kafka-tla)")
+    if depth is None:
+        fail("--engine z3 needs --depth K (the longest trace to look for)")
+    if out is not None:
+        check_writable(out, force)
+    click.echo(f"hwcheck verify: {settings_line(model.cfg)}")
+    click.echo(f"engine z3 (bounded model checking to depth {depth}); invariants {', '.join(checked)}")
+    try:
+        result = bmc(model, depth, only=checked, progress=_depth_line)
+    except EncodingError as e:
+        fail(f"z3 engine: {e}")
+    jsonout.note(settings=jsonout.settings(model), engine="z3", invariants=checked, max_depth=depth,
+                 verdict=result.verdict, complete=False, figures=jsonout.figures(result), violations=[])
+    if result.verdict != VIOLATED:
+        click.echo(f"verdict: holds: no violation up to depth {depth} ({result.elapsed:.1f} s)")
+        raise click.exceptions.Exit(EXIT_HOLDS)
+    trace = result.violations[0]
+    click.echo(f"verdict: violated: {trace.invariant} after {trace.steps} steps (a shortest trace)")
+    if not quiet:
+        click.echo(trace_table(model, trace, [trace.invariant]))
+    path = out if out is not None else free_default_path(model.cfg, trace.invariant)
+    write_file(path, json.dumps(to_itf(model, trace, engine="z3"), indent=1) + "\n")
+    jsonout.note(violation={"invariant": trace.invariant, "steps": trace.steps, "trace": str(path)})
+    click.echo(f"trace: {path} (replay with: hwcheck replay {path})")
+    click.echo(f"figures: z3 BMC, {result.depth + 1} depths solved in {result.elapsed:.1f} s")
+    raise click.exceptions.Exit(EXIT_VIOLATION)
+
+
+def state_lines(model, s) -> str:
+    """A state in full (a counterexample to induction need not be reachable: show everything)."""
+    lines = [f"    {replica_name(r)}: {replica_cell(model, rep, r)}" for r, rep in enumerate(s.replicas)]
+    lines.append(f"    controller: {controller_cell(model, s.controller)}")
+    msgs = [f"{replica_name(f)}:{m}" for f, m in enumerate(s.inflight) if m]
+    lines.append(f"    inflight: {' '.join(msgs) or '·'}")
+    h = s.history
+    acked = ",".join(f"{rec}@{off}" for rec, off in enumerate(h.acked) if off != UNDEFINED) or "·"
+    lines.append(f"    history: produced={h.produced} acked={acked} exposed={list(h.exposed)} "
+                 f"crashes={h.crashes} power_failures={h.power_failures}")
+    return "\n".join(lines)
+
+
+@cli.command()
+@knob_options
+@click.option("--invariant", "names", multiple=True, metavar="NAME", required=True,
+              help="the invariant to prove (repeatable: their conjunction)")
+@click.option("--k", "k", type=click.IntRange(min=1), default=1, show_default=True, help="induction depth")
+@click.option("--aux/--no-aux", default=True, show_default=True,
+              help="strengthen with the auxiliary invariants of spec/auxiliary.py")
+def prove(names, k, aux, **knobs):
+    """k-induction with z3: 'holds at every depth', or 'not k-inductive' with the counterexample
+    to induction. Exit 0 proved, 1 violated from the initial state, 3 not k-inductive."""
+    model = Model(make_config(**knobs))
+    known = [name for name, _ in model.invariants]
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        fail(f"unknown invariant {unknown[0]!r}; choose from {', '.join(known)}")
+    click.echo(f"hwcheck prove: {settings_line(model.cfg)}")
+    auxiliary = AUXILIARY if aux else ()
+    click.echo(f"property: {' and '.join(list(names) + [n for n, _ in auxiliary] + ['EncodingBounds'])}; k={k}")
+    try:
+        proof = k_induction(model, list(dict.fromkeys(names)), k, aux=auxiliary,
+                            progress=lambda what, sec, ans: click.echo(f"  {what} case: {ans} ({sec:.2f} s)"))
+    except EncodingError as e:
+        fail(f"z3 engine: {e}")
+    if proof.verdict == VIOLATED:
+        trace = proof.trace
+        click.echo(f"verdict: violated: {', '.join(proof.broken)} after {trace.steps} steps (base case)")
+        click.echo(trace_table(model, trace, proof.broken))
+        raise click.exceptions.Exit(EXIT_VIOLATION)
+    if proof.verdict == NOT_INDUCTIVE:
+        click.echo(f"verdict: not k-inductive (k={k}): {k} states satisfy the property, one step later "
+                   f"{', '.join(proof.broken)} breaks; the states need not be reachable")
+        for i, s in enumerate(proof.cti):
+            how = "" if i == 0 else f" after {model.format_label(proof.cti_labels[i - 1])}"
+            click.echo(f"  state {i}{how}:")
+            click.echo(state_lines(model, s))
+        raise click.exceptions.Exit(EXIT_NOT_INDUCTIVE)
+    click.echo(f"verdict: holds at every depth (base and inductive step unsat; "
+               f"{proof.base_seconds + proof.step_seconds:.1f} s)")
+    raise click.exceptions.Exit(EXIT_HOLDS)

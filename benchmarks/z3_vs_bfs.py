@@ -1,7 +1,7 @@
 """Time to the `hw` loss counterexample (defaults: NoCommittedDataLoss in 10 steps) by bfs and by
 z3 BMC, side by side, and BMC's solver time per depth up to the shortest trace length.
 
-Run: python bench/z3_vs_bfs.py [--mode hw] [extra Config settings as key=value ...]
+Run: python benchmarks/z3_vs_bfs.py [--mode hw] [extra Config settings as key=value ...]
 """
 
 import sys

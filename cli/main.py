@@ -314,3 +314,8 @@ def main() -> None:
 from .graph import register as _register_graph  # noqa: E402
 
 _register_graph(verify, replay)
+
+# performance options (issue 8): `verify --symmetry`, `verify --workers N`
+from .perf import register as _register_perf  # noqa: E402
+
+_register_perf(verify, sys.modules[__name__])

@@ -4,7 +4,8 @@ import importlib
 import pytest
 
 MODULES = ["hwcheck.spec.config", "hwcheck.spec.state", "hwcheck.spec.log", "hwcheck.spec.model",
-           "hwcheck.checker.bfs", "hwcheck.checker.gate"]
+           "hwcheck.checker.bfs", "hwcheck.checker.gate",
+           "hwcheck.checker.fpset", "hwcheck.checker.symmetry"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -11,12 +11,13 @@ from hwcheck.checker.symmetry import canonicalizer
 from hwcheck.cli.main import cli
 from hwcheck.spec import Config, Model, kafka_tla
 
-DESIGN = [Config(mode="hw", records=1, crashes=1), Config(mode="hw"),
-          Config(mode="kip101", crashes=0, records=3), Config(mode="kip279", crashes=0, records=3),
-          Config(mode="epoch", records=1, crashes=1), Config(mode="epoch", unclean_election=True),
+DESIGN = [Config(mode="hw", records=1, crashes=1), Config(mode="hw", power_failures=1, crashes=0, records=1),
+          Config(mode="kip101", crashes=0, records=2, max_epoch=2), Config(mode="kip279", crashes=0, records=2),
+          Config(mode="epoch", records=1, crashes=1), Config(mode="epoch", unclean_election=True, records=1, crashes=1),
           Config(mode="kip279", replicas=3, crashes=0, records=1, max_epoch=2),
           Config(mode="hw", replicas=3, records=1, crashes=1, max_epoch=1)]
-TLA = [kafka_tla.Config(mode=m) for m in kafka_tla.MODES] + [kafka_tla.Config(mode="kip279", replicas=3, max_leader_epoch=1)]
+TLA = [kafka_tla.Config(mode=m, max_leader_epoch=2) for m in kafka_tla.MODES] + [
+    kafka_tla.Config(mode="kip279", replicas=3, max_leader_epoch=1)]
 MODELS = [Model(c) for c in DESIGN] + [kafka_tla.Model(c) for c in TLA]
 IDS = [f"design-{c.mode}-{i}" for i, c in enumerate(DESIGN)] + [f"tla-{c.mode}-{c.replicas}" for c in TLA]
 
@@ -60,7 +61,7 @@ def test_symmetry_counts_the_classes_of_reachable_states(model):
     assert r.distinct_states == len(classes) < len(states)
 
 
-@pytest.mark.parametrize("model", [MODELS[1], MODELS[5], MODELS[9], MODELS[11]],
+@pytest.mark.parametrize("model", [MODELS[0], MODELS[5], MODELS[9], MODELS[11]],
                          ids=["hw", "epoch-unclean", "tla-kip101", "tla-kip320"])
 @pytest.mark.parametrize("symmetry", [False, True])
 def test_two_workers_give_the_results_of_one(model, symmetry, monkeypatch):

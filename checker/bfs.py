@@ -1,22 +1,48 @@
 """Explicit-state breadth-first search over any Model.
 
-The visited set holds 64-bit fingerprints, each with its parent's fingerprint and the action
-label that reached it (as TLC does); a violation's trace is rebuilt by walking parents back and
-re-executing the labels through the model, so the first violation found is a shortest one.
+The visited set holds 64-bit fingerprints (an off-heap numpy table, fpset.py), each with the index
+of its parent and the action label that reached it (as TLC does); a violation's trace is rebuilt by
+walking parents back and re-executing the labels through the model, so the first violation found
+is a shortest one.
+
+The search goes level by level, each level in chunks of states: a chunk's successors are
+fingerprinted, those visited in earlier levels dropped, the rest checked against the invariants,
+then inserted in one batch. The figures and traces are those of a search that checks one state at
+a time (the stop point of a violation is computed exactly), and they do not depend on:
+
+- ``workers``: with more than one, each large level is expanded by forked worker processes that
+  see the frontier and the visited set as of the level's start (copy on write) and send back only
+  the successors not visited before; the chunks are merged in order, so results are identical;
+- ``symmetry``: states are replaced by their canonical renaming (symmetry.py), so counts are of
+  classes of states; a trace is rebuilt on concrete states by following, at each step, a
+  successor whose canonical fingerprint is the next one on the path.
 
 >>> from hwcheck.spec import Config, Model
 >>> r = bfs(Model(Config(mode="hw", records=1)))
 >>> r.verdict, r.violations[0].invariant, r.violations[0].steps
 ('violated', 'NoCommittedDataLoss', 10)
+>>> bfs(Model(Config(mode="hw", records=1)), symmetry=True).violations[0].steps
+10
 """
 
 from __future__ import annotations
 
+import gc
+import os
+import pickle
 import resource
 import time
-from typing import Callable, Dict, Optional, Sequence, Tuple
+from array import array
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
+import numpy as np
+
+from .fpset import FingerprintSet
 from .result import HOLDS, INTERRUPTED, VIOLATED, Result, Trace
+from .symmetry import canonicalizer
+
+CHUNK = 2048              # states expanded per batch
+PARALLEL_LEVEL = 4096     # smaller levels are expanded in-process even with several workers
 
 
 def fingerprint(state) -> int:
@@ -34,8 +60,13 @@ def collision_probability(n: int) -> float:
     return n * (n - 1) / 2 / 2.0 ** 64
 
 
+def default_workers() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
 def rebuild_trace(model, parents: Dict[int, Tuple], fp: int, invariant: Optional[str]) -> Trace:
-    """Walk parent pointers from ``fp`` back to an initial state, then replay the labels."""
+    """Walk parent pointers (``fp -> (parent fp, label)``, ``(None, init index)`` at an initial
+    state) from ``fp`` back to an initial state, then replay the labels."""
     labels = []
     while True:
         parent, label = parents[fp]
@@ -51,88 +82,221 @@ def rebuild_trace(model, parents: Dict[int, Tuple], fp: int, invariant: Optional
     return Trace(states, labels, invariant)
 
 
+# ------------------------------------------------------------------ one search
+
+class _Search:
+    """The state of one run; ``expand`` is what worker processes run (they inherit the object)."""
+
+    def __init__(self, model, canon, invariants):
+        self.model, self.canon = model, canon
+        self.preds = [pred for _, pred in invariants]
+        self.table = FingerprintSet()
+        self.parent = array("q")     # per state index: the parent's index, -1 for an initial state
+        self.label = []              # per state index: the label (the init index for an initial state)
+        self.frontier: List = []
+        self.frontier_idx = np.zeros(0, dtype=np.int64)
+
+    def violations(self, s) -> int:
+        bits = 0
+        for i, pred in enumerate(self.preds):
+            if not pred(s):
+                bits |= 1 << i
+        return bits
+
+    def expand(self, span: Tuple[int, int], remote: bool = False):
+        """Successors of frontier[start:end] not visited in earlier levels, first occurrences only,
+        in order: (positions among all successors, parent positions, fingerprints, violation bits,
+        [(label, state)]) and the chunk's count of successors."""
+        start, end = span
+        successors, canon, frontier = self.model.successors, self.canon, self.frontier
+        fps, labels, states, ends = [], [], [], []
+        for p in range(start, end):
+            for label, t in successors(frontier[p]):
+                if canon is not None:
+                    t = canon(t)
+                fps.append(hash(t))
+                labels.append(label)
+                states.append(t)
+            ends.append(len(fps))
+        n = len(fps)
+        fp_arr = np.array(fps, dtype=np.int64).view(np.uint64)     # = fingerprint(t)
+        pos = np.flatnonzero(self.table.first_unseen(fp_arr))
+        ppos = np.repeat(np.arange(start, end, dtype=np.int64), np.diff(np.array([0] + ends)))[pos]
+        kept = [(labels[i], states[i]) for i in pos.tolist()]
+        viol = np.array([self.violations(t) for _, t in kept], dtype=np.int64)
+        out = (pos, ppos, fp_arr[pos], viol, kept, n)
+        if remote:
+            return pickle.dumps(out, protocol=pickle.HIGHEST_PROTOCOL), peak_rss_mb(), os.getpid()
+        return out
+
+
+_ACTIVE: Optional[_Search] = None     # the search a forked worker expands
+
+
+def _expand_in_worker(span):
+    return _ACTIVE.expand(span, remote=True)
+
+
+def _spans(n: int, size: int):
+    return [(i, min(i + size, n)) for i in range(0, n, size)]
+
+
 def bfs(model, *, max_depth: Optional[int] = None, all_invariants: bool = False,
         progress: Optional[Callable[[dict], None]] = None, progress_every: float = 0.5,
-        only: Optional[Sequence[str]] = None) -> Result:
+        only: Optional[Sequence[str]] = None, symmetry: bool = False, workers: int = 1) -> Result:
     """Explore every state reachable within ``max_depth`` steps (unbounded by default).
 
     Stops at the first violation unless ``all_invariants``, which goes on until every
     invariant is broken or the space is exhausted and keeps the first trace of each.
-    ``only`` names the invariants to check (default: all of the model's).
+    ``only`` names the invariants to check (default: all of the model's). ``symmetry`` explores
+    one state per class of states equal up to renaming replicas; ``workers`` > 1 expands large
+    levels in that many processes (same results).
     Ctrl-C stops the search and returns what was covered with verdict ``interrupted``.
     """
+    global _ACTIVE
     start = time.monotonic()
-    parents: Dict[int, Tuple] = {}
-    frontier = []
-    generated = 0
-    found: Dict[str, Trace] = {}
-    depth = 0
     invariants = [(name, pred) for name, pred in model.invariants if only is None or name in only]
-    wanted = {name for name, _ in invariants}
+    order = [name for name, _ in invariants]
+    canon = canonicalizer(model) if symmetry else None
+    search = _Search(model, canon, invariants)
+    table = search.table
+    found: Dict[str, int] = {}          # invariant -> index of the first violating state
+    generated = distinct = depth = 0
+    verdict, complete, stop = HOLDS, True, False
     last_report = start
-    verdict = HOLDS
-    complete = True
+    worker_rss: Dict[int, float] = {}
+    rss_at_fork = 0.0
 
-    def check(state, fp) -> bool:
-        """Record violations of ``state``; True when the search should stop."""
-        for name, pred in invariants:
-            if name not in found and not pred(state):
-                found[name] = rebuild_trace(model, parents, fp, name)
-                if not all_invariants or len(found) == len(wanted):
-                    return True
-        return False
+    def record(viol: np.ndarray) -> Optional[int]:
+        """Note the first violation of each invariant among a batch of new states (in order);
+        the position after which the search stops, or None."""
+        for i in np.flatnonzero(viol).tolist():
+            bits = int(viol[i])
+            for b, name in enumerate(order):
+                if bits >> b & 1 and name not in found:
+                    found[name] = distinct_base + i
+                    if not all_invariants or len(found) == len(order):
+                        return i
+        return None
 
+    gc_was_enabled = gc.isenabled()
+    gc.disable()    # states are acyclic tuples: the cycle collector only costs time here
     try:
-        stop = False
-        for i, s in enumerate(model.init_states()):
-            generated += 1
-            fp = fingerprint(s)
-            if fp in parents:
-                continue
-            parents[fp] = (None, i)
-            frontier.append(s)
-            if check(s, fp):
-                stop = True
-                break
-        successors = model.successors
-        while frontier and not stop:
+        inits = model.init_states()
+        init_states = [canon(s) for s in inits] if canon else inits
+        fps = np.array([fingerprint(s) for s in init_states], dtype=np.uint64)
+        new = table.add_new(fps)
+        distinct_base = 0
+        new_pos = np.flatnonzero(new)
+        for i in new_pos.tolist():
+            search.parent.append(-1)
+            search.label.append(i)
+        viol = np.array([search.violations(init_states[i]) for i in new_pos.tolist()], dtype=np.int64)
+        hit = record(viol)
+        if hit is not None:
+            stop = True
+            generated = int(new_pos[hit]) + 1
+            distinct = hit + 1
+        else:
+            generated, distinct = len(init_states), len(new_pos)
+        search.frontier = [init_states[i] for i in new_pos.tolist()]
+        search.frontier_idx = np.arange(len(search.frontier), dtype=np.int64)
+
+        while search.frontier and not stop:
             if max_depth is not None and depth >= max_depth:
                 complete = False
                 break
-            next_frontier = []
-            for s in frontier:
-                sfp = fingerprint(s)
-                for label, t in successors(s):
-                    generated += 1
-                    tfp = fingerprint(t)
-                    if tfp in parents:
-                        continue
-                    parents[tfp] = (sfp, label)
-                    next_frontier.append(t)
-                    if check(t, tfp):
+            next_frontier: List = []
+            next_idx: List[np.ndarray] = []
+            spans = _spans(len(search.frontier), CHUNK)
+            pool = None
+            if workers > 1 and len(search.frontier) >= PARALLEL_LEVEL:
+                import multiprocessing
+                _ACTIVE = search
+                rss_at_fork = peak_rss_mb()
+                pool = multiprocessing.get_context("fork").Pool(workers)
+                results = pool.imap(_expand_in_worker, _spans(len(search.frontier), max(256, min(
+                    CHUNK, len(search.frontier) // (4 * workers)))))
+            else:
+                results = (search.expand(span) for span in spans)
+            try:
+                for res in results:
+                    if pool is not None:
+                        blob, rss, pid = res
+                        worker_rss[pid] = max(worker_rss.get(pid, 0.0), rss)
+                        res = pickle.loads(blob)
+                    pos, ppos, fps, viol, kept, n = res
+                    fresh = table.add_new(fps, distinct=True)
+                    distinct_base = distinct
+                    fresh_pos = np.flatnonzero(fresh)
+                    hit = record(viol[fresh_pos]) if len(found) < len(order) else None
+                    if hit is not None:
+                        fresh_pos = fresh_pos[:hit + 1]
+                        generated += int(pos[fresh_pos[-1]]) + 1
                         stop = True
+                    else:
+                        generated += n
+                    distinct += len(fresh_pos)
+                    search.parent.extend(search.frontier_idx[ppos[fresh_pos]].tolist())
+                    for i in fresh_pos.tolist():
+                        label, t = kept[i]
+                        search.label.append(label)
+                        next_frontier.append(t)
+                    next_idx.append(np.arange(distinct_base, distinct, dtype=np.int64))
+                    if stop:
                         break
-                if stop:
-                    break
-                if progress is not None:
-                    now = time.monotonic()
-                    if now - last_report >= progress_every:
-                        last_report = now
-                        progress({"depth": depth + 1, "distinct": len(parents), "queue": len(next_frontier),
-                                  "generated": generated, "elapsed": now - start})
+                    if progress is not None:
+                        now = time.monotonic()
+                        if now - last_report >= progress_every:
+                            last_report = now
+                            progress({"depth": depth + 1, "distinct": distinct, "queue": len(next_frontier),
+                                      "generated": generated, "elapsed": now - start})
+            finally:
+                if pool is not None:
+                    pool.terminate()
+                    pool.join()
+                    _ACTIVE = None
             depth += 1 if (next_frontier or stop) else 0
-            frontier = next_frontier
+            search.frontier = next_frontier
+            search.frontier_idx = np.concatenate(next_idx) if next_idx else np.zeros(0, dtype=np.int64)
     except KeyboardInterrupt:
         verdict = INTERRUPTED
         complete = False
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+    traces = [_trace(model, search, canon, idx, name) for name, idx in found.items()]
     if found:
         verdict = VIOLATED
     elapsed = time.monotonic() - start
-    order = [name for name, _ in invariants]
+    rss = peak_rss_mb() + sum(max(0.0, r - rss_at_fork) for r in worker_rss.values())
     return Result(
-        engine="bfs", verdict=verdict, distinct_states=len(parents), generated_states=generated,
-        depth=depth, elapsed=elapsed, peak_rss_mb=peak_rss_mb(),
-        violations=sorted(found.values(), key=lambda t: order.index(t.invariant)),
+        engine="bfs", verdict=verdict, distinct_states=distinct, generated_states=generated,
+        depth=depth, elapsed=elapsed, peak_rss_mb=rss,
+        violations=sorted(traces, key=lambda t: order.index(t.invariant)),
         complete=complete and verdict != INTERRUPTED,
-        collision_probability=collision_probability(len(parents)),
+        collision_probability=collision_probability(distinct),
     )
+
+
+def _trace(model, search: _Search, canon, idx: int, invariant: str) -> Trace:
+    """The concrete trace to the state of index ``idx``: labels from the parent chain, replayed
+    from the initial state; under symmetry each step takes the successor whose canonical state
+    has the next index on the chain (the stored label first: it is right when no renaming
+    intervened)."""
+    chain = []
+    while search.parent[idx] != -1:
+        chain.append(idx)
+        idx = search.parent[idx]
+    chain.reverse()
+    states = [model.init_states()[search.label[idx]]]
+    labels = []
+    for target in chain:
+        s, label = states[-1], search.label[target]
+        t = model.step(s, label)
+        if canon is not None and (t is None or search.table.index_of(fingerprint(canon(t))) != target):
+            label, t = next((lb, u) for lb, u in model.successors(s)
+                            if search.table.index_of(fingerprint(canon(u))) == target)
+        states.append(t)
+        labels.append(label)
+    return Trace(states, labels, invariant)

@@ -22,7 +22,6 @@
 from __future__ import annotations
 
 import heapq
-import itertools
 import json
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Tuple
@@ -33,6 +32,7 @@ from hwcheck.spec.state import (EPOCH_REQUEST, FETCH, FETCH_RESPONSE, FOLLOWER, 
                                 members)
 
 from .bfs import fingerprint
+from .symmetry import canonical, inverse, rename_label, rename_state  # noqa: F401
 from .result import Trace
 
 DEFAULT_MAX_NODES = 250_000
@@ -114,61 +114,8 @@ def counts(g: nx.DiGraph) -> str:
 
 # ------------------------------------------------------------------ symmetry
 
-def rename_state(s: State, perm: Tuple[int, ...]) -> State:
-    """The state with replica r renamed perm[r]: every field holding a replica id moves
-    (Replica.leader, ISR bitmasks, remote_leo order, the controller, inflight order and the
-    peer of each message)."""
-    n = len(perm)
-
-    def mask(m):
-        return sum(1 << perm[r] for r in range(n) if m >> r & 1)
-
-    def who(r):
-        return r if r == UNDEFINED else perm[r]
-
-    reps = [None] * n
-    inflight = [()] * n
-    for r, rep in enumerate(s.replicas):
-        remote = rep.remote_leo
-        if remote:
-            moved = [0] * n
-            for f, v in enumerate(remote):
-                moved[perm[f]] = v
-            remote = tuple(moved)
-        reps[perm[r]] = rep._replace(leader=who(rep.leader), isr=mask(rep.isr), remote_leo=remote)
-        msg = s.inflight[r]
-        inflight[perm[r]] = (msg[0], perm[msg[1]]) + msg[2:] if msg else ()
-    c = s.controller
-    return State(tuple(reps), c._replace(leader=who(c.leader), isr=mask(c.isr)), tuple(inflight), s.history)
-
-
-def rename_label(label: Tuple, perm: Tuple[int, ...]) -> Tuple:
-    return (label[0],) + tuple(perm[a] for a in label[1:])
-
-
-def inverse(perm: Tuple[int, ...]) -> Tuple[int, ...]:
-    inv = [0] * len(perm)
-    for r, p in enumerate(perm):
-        inv[p] = r
-    return tuple(inv)
-
-
-def canonical(s: State) -> Tuple[State, Tuple[int, ...]]:
-    """The least renaming of ``s`` over all permutations of replica ids, and that permutation.
-
-    >>> from hwcheck.spec import Config, Model
-    >>> m = Model(Config(mode="hw", replicas=3))
-    >>> s = m.step(m.init_states()[0], ("send_fetch", 2))
-    >>> canonical(s)[0] == canonical(m.step(m.init_states()[0], ("send_fetch", 1)))[0]
-    True
-    """
-    n = len(s.replicas)
-    best, best_perm = None, None
-    for perm in itertools.permutations(range(n)):
-        t = rename_state(s, perm)
-        if best is None or t < best:
-            best, best_perm = t, perm
-    return best, best_perm
+# rename_state, rename_label, inverse and canonical live in symmetry.py (one source of truth,
+# shared with bfs --symmetry) and are re-exported here
 
 
 def symmetry_quotient(g: nx.DiGraph, model=None) -> nx.DiGraph:

@@ -14,7 +14,7 @@ import tomllib
 
 import click
 
-from hwcheck.checker.bfs import bfs
+from hwcheck.checker.bfs import bfs, default_workers
 from hwcheck.checker.gate import GateError, junit_xml, parse_gate, run_entry
 from hwcheck.checker.result import INTERRUPTED, VIOLATED
 from hwcheck.checker.trace import TraceError, differential, load_itf, replay as replay_trace, to_itf
@@ -149,7 +149,13 @@ def cli():
 @click.option("--force", is_flag=True, help="overwrite --out if it exists")
 @click.option("--quiet", is_flag=True, help="no progress line, no trace table")
 @click.option("--verbose", is_flag=True, help="progress as a log line each second, terminal or not")
-def verify(engine, depth, max_depth, all_invariants, only, out, force, quiet, verbose=False, **knobs):
+@click.option("--symmetry", is_flag=True,
+              help="explore one state per class of states equal up to renaming replicas "
+                   "(counts are of classes; verdicts and trace lengths do not change)")
+@click.option("--workers", type=click.IntRange(min=1), default=None,
+              help="processes expanding each large BFS level (default: all cores; results do not depend on it)")
+def verify(engine, depth, max_depth, all_invariants, only, out, force, quiet, verbose=False, symmetry=False,
+           workers=None, **knobs):
     """Explore every behaviour within the bounds; report 'holds' or a shortest counterexample.
 
     \b
@@ -166,14 +172,15 @@ def verify(engine, depth, max_depth, all_invariants, only, out, force, quiet, ve
         fail(f"unknown invariant {unknown[0]!r}; choose from {', '.join(names)}")
     checked = list(only) or names
     if engine == "z3" or depth is not None:
-        if engine != "z3" or max_depth is not None or all_invariants:
-            fail("--depth goes with --engine z3, which takes neither --max-depth nor --all-invariants")
+        if engine != "z3" or max_depth is not None or all_invariants or symmetry or workers:
+            fail("--depth goes with --engine z3, which takes none of --max-depth, --all-invariants, "
+                 "--symmetry, --workers")
         _symbolic.verify_z3(model, depth, checked, out, force, quiet)
     click.echo(f"hwcheck verify: {settings_line(cfg)}")
     click.echo(f"engine {engine}; invariants {', '.join(checked)}")
     progress = Progress(progress_level(quiet, verbose), engine=engine)
     result = bfs(model, max_depth=max_depth, all_invariants=all_invariants, progress=progress,
-                 only=checked)
+                 only=checked, symmetry=symmetry, workers=workers or default_workers())
     progress.done()
     jsonout.note(settings=jsonout.settings(model), engine=engine, invariants=checked, max_depth=max_depth,
                  verdict=result.verdict, complete=result.complete, figures=jsonout.figures(result), violations=[])

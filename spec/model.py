@@ -46,6 +46,8 @@ class Model:
             args = [(r,) for r in range(n)] if arity == 1 else [(a, b) for a in range(n) for b in range(n) if a != b]
             actions.append((name, fn, args))
         self._actions = actions
+        # one (label, function, arguments) per possible step, labels built once
+        self._steps = tuple(((name,) + args, fn, args) for name, fn, arg_list in actions for args in arg_list)
         self._by_name = {name: fn for name, fn, _ in actions}
         self.invariants: Tuple[Tuple[str, Callable[[State], bool]], ...] = INVARIANTS
 
@@ -54,11 +56,10 @@ class Model:
 
     def successors(self, s: State) -> Iterator[Tuple[Label, State]]:
         rules = self.rules
-        for name, fn, arg_list in self._actions:
-            for args in arg_list:
-                nxt = fn(s, rules, *args)
-                if nxt is not None:
-                    yield (name,) + args, nxt
+        for label, fn, args in self._steps:
+            nxt = fn(s, rules, *args)
+            if nxt is not None:
+                yield label, nxt
 
     def step(self, s: State, label: Label):
         """The state reached by the labelled action, or None if it is not enabled."""

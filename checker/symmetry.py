@@ -1,0 +1,178 @@
+"""Symmetry: replicas are interchangeable, so states equal up to renaming replica ids are one state.
+
+Both model families are symmetric under every permutation of replica ids (the design model's r0
+is special only in its initial state). ``canonical(s)`` picks one representative per class: the
+least renaming of ``s`` (as a tuple) among the permutations that list the replicas in order of an
+id-free key; the set of those renamings is the same for every member of a class, so so is its
+least element. Breadth-first search over representatives visits one state per class.
+
+>>> from hwcheck.spec import Config, Model
+>>> m = Model(Config(mode="hw", replicas=3))
+>>> [s] = m.init_states()
+>>> a, b = m.step(s, ("send_fetch", 1)), m.step(s, ("send_fetch", 2))
+>>> a == b, canonical(a)[0] == canonical(b)[0]
+(False, True)
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Callable, Optional, Tuple
+
+from hwcheck.spec.kafka_tla.state import NONE, QuorumState, ReplicaState
+from hwcheck.spec.kafka_tla.state import State as TlaState
+from hwcheck.spec.state import UNDEFINED, Replica, State
+
+Perm = Tuple[int, ...]
+
+
+def _mask(m: int, perm: Perm) -> int:
+    out, r = 0, 0
+    while m:
+        if m & 1:
+            out |= 1 << perm[r]
+        m >>= 1
+        r += 1
+    return out
+
+
+# ------------------------------------------------------------------ the design model
+
+def rename_state(s: State, perm: Perm) -> State:
+    """The state with replica r renamed perm[r]: every field holding a replica id moves
+    (Replica.leader, ISR bitmasks, remote_leo order, the controller, inflight order and the
+    peer of each message)."""
+    n = len(perm)
+    reps = [None] * n
+    inflight = [()] * n
+    for r, rep in enumerate(s.replicas):
+        remote = rep.remote_leo
+        if remote:
+            moved = [0] * n
+            for f, v in enumerate(remote):
+                moved[perm[f]] = v
+            remote = tuple(moved)
+        leader = rep.leader if rep.leader == UNDEFINED else perm[rep.leader]
+        reps[perm[r]] = Replica(rep.alive, rep.role, rep.leader_epoch, leader, _mask(rep.isr, perm), rep.log,
+                                rep.hw, rep.flushed, rep.epoch_cache, rep.truncating, remote)
+        msg = s.inflight[r]
+        inflight[perm[r]] = (msg[0], perm[msg[1]]) + msg[2:] if msg else ()
+    c = s.controller
+    leader = c.leader if c.leader == UNDEFINED else perm[c.leader]
+    return State(tuple(reps), type(c)(leader, c.epoch, _mask(c.isr, perm)), tuple(inflight), s.history)
+
+
+def _design_keys(s: State) -> list:
+    """Per replica, what renaming cannot change (ids appear only as 'is it me')."""
+    c = s.controller
+    keys = []
+    for r, rep in enumerate(s.replicas):
+        msg = s.inflight[r]
+        keys.append((rep.alive, rep.role, rep.leader_epoch, rep.leader == r, rep.log, rep.hw, rep.flushed,
+                     rep.epoch_cache, rep.truncating, c.leader == r, c.isr >> r & 1,
+                     (msg[0],) + msg[2:] if msg else ()))
+    return keys
+
+
+# ------------------------------------------------------------------ the kafka-tla model
+
+def rename_tla_state(s: TlaState, perm: Perm) -> TlaState:
+    """KafkaReplication.tla's state with replica r renamed perm[r]: the logs and replica states
+    move, and every leader and ISR in replica states, requests and the quorum state is renamed
+    (requests stay ordered by their epochs, which renaming does not touch)."""
+    n = len(perm)
+
+    def who(r):
+        return r if r == NONE else perm[r]
+
+    logs, states = [None] * n, [None] * n
+    for r in range(n):
+        rs = s.replica_state[r]
+        logs[perm[r]] = s.replica_log[r]
+        states[perm[r]] = ReplicaState(rs.hw, rs.leader_epoch, who(rs.leader), _mask(rs.isr, perm))
+    q = s.quorum_state
+    return TlaState(tuple(logs), tuple(states), s.next_record_id, s.next_leader_epoch,
+                    tuple(QuorumState(x.leader_epoch, who(x.leader), _mask(x.isr, perm))
+                          for x in s.leader_and_isr_requests),
+                    QuorumState(q.leader_epoch, who(q.leader), _mask(q.isr, perm)))
+
+
+def _tla_keys(s: TlaState) -> list:
+    q = s.quorum_state
+    keys = []
+    for r, rs in enumerate(s.replica_state):
+        keys.append((s.replica_log[r], rs.hw, rs.leader_epoch, rs.leader == r, rs.leader == NONE,
+                     q.leader == r, q.isr >> r & 1,
+                     tuple((x.leader == r, x.isr >> r & 1) for x in s.leader_and_isr_requests)))
+    return keys
+
+
+# ------------------------------------------------------------------ one canonical form
+
+def _candidates(keys: list):
+    """Permutations (perm[r] = new name of r) that list the replicas in key order; ties tried
+    every way."""
+    n = len(keys)
+    order = sorted(range(n), key=keys.__getitem__)
+    groups, start = [], 0
+    for i in range(1, n + 1):
+        if i == n or keys[order[i]] != keys[order[start]]:
+            groups.append(order[start:i])
+            start = i
+    if len(groups) == n:                      # all keys differ: one candidate
+        perm = [0] * n
+        for name, r in enumerate(order):
+            perm[r] = name
+        yield tuple(perm)
+        return
+    for choice in itertools.product(*(itertools.permutations(g) for g in groups)):
+        perm = [0] * n
+        for name, r in enumerate(r for g in choice for r in g):
+            perm[r] = name
+        yield tuple(perm)
+
+
+def _canonical_with(rename, keys_of):
+    def canonical(s) -> Tuple[object, Perm]:
+        best, best_perm = None, None
+        for perm in _candidates(keys_of(s)):
+            t = s if perm == tuple(range(len(perm))) else rename(s, perm)
+            if best is None or t < best:
+                best, best_perm = t, perm
+        return best, best_perm
+    return canonical
+
+
+canonical = _canonical_with(rename_state, _design_keys)
+canonical.__doc__ = """The canonical renaming of a design-model state and the permutation that gives it.
+
+>>> from hwcheck.spec import Config, Model
+>>> m = Model(Config(mode="hw", replicas=3))
+>>> s = m.step(m.init_states()[0], ("send_fetch", 2))
+>>> c, perm = canonical(s)
+>>> rename_state(s, perm) == c, canonical(c)[0] == c
+(True, True)
+"""
+canonical_tla = _canonical_with(rename_tla_state, _tla_keys)
+
+
+def rename_label(label: Tuple, perm: Perm) -> Tuple:
+    return (label[0],) + tuple(perm[a] for a in label[1:])
+
+
+def inverse(perm: Perm) -> Perm:
+    inv = [0] * len(perm)
+    for r, p in enumerate(perm):
+        inv[p] = r
+    return tuple(inv)
+
+
+def canonicalizer(model) -> Optional[Callable]:
+    """``state -> canonical state`` for the model's family (None for a single replica)."""
+    if model.cfg.replicas < 2:
+        return None
+    fn = canonical_tla if getattr(model, "family", "design") == "kafka-tla" else canonical
+
+    def canon(s):
+        return fn(s)[0]
+    return canon

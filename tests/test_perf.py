@@ -1,0 +1,103 @@
+"""The fast BFS: off-heap visited set, symmetry reduction, worker processes (issue 8)."""
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import hwcheck.checker.bfs as bfs_module
+from hwcheck.checker.bfs import bfs
+from hwcheck.checker.fpset import FingerprintSet
+from hwcheck.checker.symmetry import canonicalizer
+from hwcheck.cli.main import cli
+from hwcheck.spec import Config, Model, kafka_tla
+
+DESIGN = [Config(mode="hw", records=1, crashes=1), Config(mode="hw", power_failures=1, crashes=0, records=1),
+          Config(mode="kip101", crashes=0, records=2, max_epoch=2), Config(mode="kip279", crashes=0, records=2),
+          Config(mode="epoch", records=1, crashes=1), Config(mode="epoch", unclean_election=True, records=1, crashes=1),
+          Config(mode="kip279", replicas=3, crashes=0, records=1, max_epoch=2),
+          Config(mode="hw", replicas=3, records=1, crashes=1, max_epoch=1)]
+TLA = [kafka_tla.Config(mode=m, max_leader_epoch=2) for m in kafka_tla.MODES] + [
+    kafka_tla.Config(mode="kip279", replicas=3, max_leader_epoch=1)]
+MODELS = [Model(c) for c in DESIGN] + [kafka_tla.Model(c) for c in TLA]
+IDS = [f"design-{c.mode}-{i}" for i, c in enumerate(DESIGN)] + [f"tla-{c.mode}-{c.replicas}" for c in TLA]
+
+
+def reachable(model):
+    seen, frontier = set(model.init_states()), list(model.init_states())
+    while frontier:
+        nxt = []
+        for s in frontier:
+            for _, t in model.successors(s):
+                if t not in seen:
+                    seen.add(t)
+                    nxt.append(t)
+        frontier = nxt
+    return seen
+
+
+def assert_replays(model, trace):
+    assert trace.states[0] in model.init_states()
+    for s, label, t in zip(trace.states, trace.labels, trace.states[1:]):
+        assert model.step(s, label) == t
+    assert trace.invariant in model.violated(trace.states[-1])
+
+
+@pytest.mark.parametrize("model", MODELS, ids=IDS)
+def test_symmetry_keeps_every_verdict_and_trace_length(model):
+    plain, sym = bfs(model, all_invariants=True), bfs(model, all_invariants=True, symmetry=True)
+    assert sym.verdict == plain.verdict
+    assert [(t.invariant, t.steps) for t in sym.violations] == [(t.invariant, t.steps) for t in plain.violations]
+    assert sym.distinct_states <= plain.distinct_states
+    for trace in sym.violations:
+        assert_replays(model, trace)
+
+
+@pytest.mark.parametrize("model", [MODELS[0], MODELS[7], MODELS[-1]], ids=["hw", "hw-3", "tla-kip279-3"])
+def test_symmetry_counts_the_classes_of_reachable_states(model):
+    canon = canonicalizer(model)
+    states = reachable(model)
+    classes = {canon(s) for s in states}
+    r = bfs(model, symmetry=True, only=[])
+    assert r.distinct_states == len(classes) < len(states)
+
+
+@pytest.mark.parametrize("model", [MODELS[0], MODELS[5], MODELS[9], MODELS[11]],
+                         ids=["hw", "epoch-unclean", "tla-kip101", "tla-kip320"])
+@pytest.mark.parametrize("symmetry", [False, True])
+def test_two_workers_give_the_results_of_one(model, symmetry, monkeypatch):
+    monkeypatch.setattr(bfs_module, "PARALLEL_LEVEL", 16)    # the pool takes every level but the first
+    for all_invariants in (False, True):
+        one = bfs(model, symmetry=symmetry, all_invariants=all_invariants)
+        two = bfs(model, symmetry=symmetry, all_invariants=all_invariants, workers=2)
+        assert (one.verdict, one.distinct_states, one.generated_states, one.depth) == \
+               (two.verdict, two.distinct_states, two.generated_states, two.depth)
+        assert [t.labels for t in one.violations] == [t.labels for t in two.violations]
+
+
+def test_fingerprint_set_agrees_with_a_python_set_through_growth():
+    rng = np.random.default_rng(7)
+    table, seen = FingerprintSet(bits=4), {}
+    for _ in range(30):
+        batch = rng.integers(0, 5000, size=400).astype(np.uint64)
+        batch[0] = 0                                   # the fingerprint 0 is a value like others
+        new = table.add_new(batch)
+        expected = []
+        for fp in batch.tolist():
+            expected.append(fp not in seen)
+            if fp not in seen:
+                seen[fp] = len(seen)
+        assert new.tolist() == expected
+    assert len(table) == len(seen) and table.bits > 4
+    assert all(table.index_of(fp) == i for fp, i in seen.items())
+    assert table.index_of(5001) is None
+
+
+def test_cli_symmetry_and_workers(tmp_path):
+    out = tmp_path / "t.itf.json"
+    r = CliRunner().invoke(cli, ["verify", "--mode", "hw", "--records", "1", "--symmetry", "--workers", "2",
+                                 "--quiet", "--out", str(out)])
+    assert r.exit_code == 1 and "NoCommittedDataLoss after 10 steps" in r.output
+    replayed = CliRunner().invoke(cli, ["replay", str(out)])
+    assert replayed.exit_code == 0 and "NoCommittedDataLoss broken" in replayed.output
+    bad = CliRunner().invoke(cli, ["verify", "--workers", "0"])
+    assert bad.exit_code == 2

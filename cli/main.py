@@ -21,6 +21,7 @@ from hwcheck.checker.trace import TraceError, differential, load_itf, replay as 
 from hwcheck.spec import Config, ConfigError, Model
 from hwcheck.spec.config import ACKS, MODE_ALIASES, MODES, RESPONSE_HW
 
+from .engines import ENGINES, engine_options, run_engine
 from .render import figures_line, settings_line, trace_table
 
 EXIT_HOLDS, EXIT_VIOLATION, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -125,14 +126,15 @@ def cli():
 
 @cli.command()
 @knob_options
-@click.option("--engine", type=click.Choice(["bfs"]), default="bfs", show_default=True)
+@click.option("--engine", type=click.Choice(ENGINES), default="bfs", show_default=True)
+@engine_options
 @click.option("--max-depth", type=click.IntRange(min=0), default=None, help="stop exploring at this depth")
 @click.option("--all-invariants", is_flag=True, help="keep going after a violation: first trace of each invariant")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="where to write the counterexample (ITF JSON); default hwcheck-<mode>-<invariant>.itf.json")
 @click.option("--force", is_flag=True, help="overwrite --out if it exists")
 @click.option("--quiet", is_flag=True, help="no progress line, no trace table")
-def verify(engine, max_depth, all_invariants, out, force, quiet, **knobs):
+def verify(engine, master, partitions, max_depth, all_invariants, out, force, quiet, **knobs):
     """Explore every behaviour within the bounds; report 'holds' or a shortest counterexample."""
     cfg = make_config(**knobs)
     if out is not None:
@@ -141,7 +143,8 @@ def verify(engine, max_depth, all_invariants, out, force, quiet, **knobs):
     click.echo(f"hwcheck verify: {settings_line(cfg)}")
     click.echo(f"engine {engine}; invariants {', '.join(name for name, _ in model.invariants)}")
     progress = Progress(not quiet)
-    result = bfs(model, max_depth=max_depth, all_invariants=all_invariants, progress=progress)
+    result = run_engine(engine, model, max_depth=max_depth, all_invariants=all_invariants, progress=progress,
+                        master=master, partitions=partitions, fail=fail)
     progress.done()
     if result.verdict == INTERRUPTED:
         click.echo(f"interrupted: covered {result.distinct_states:,} distinct states to depth {result.depth} "
@@ -156,7 +159,7 @@ def verify(engine, max_depth, all_invariants, out, force, quiet, **knobs):
         click.echo(f"verdict: violated: {trace.invariant} after {trace.steps} steps (a shortest trace)")
         if not quiet:
             click.echo(trace_table(model, trace, [trace.invariant]))
-        doc = json.dumps(to_itf(model, trace), indent=1)
+        doc = json.dumps(to_itf(model, trace, result.engine), indent=1)
         path = out if (out is not None and i == 0) else free_default_path(cfg, trace.invariant)
         write_file(path, doc + "\n")
         click.echo(f"trace: {path} (replay with: hwcheck replay {path})")

@@ -55,7 +55,7 @@ def run_engine(engine: str, model, *, max_depth: Optional[int], all_invariants: 
     try:
         n = partitions or max(2, 2 * sc.defaultParallelism)
         click.echo(f"spark {sc.version}: master {master}, {n} partitions, "
-                   f"{sc.defaultParallelism} cores; Spark's log: {sc.hwcheck_log}")
+                   f"default parallelism {sc.defaultParallelism}; Spark's log: {sc.hwcheck_log}")
         return spark_bfs(model, sc=sc, partitions=n, max_depth=max_depth,
                          all_invariants=all_invariants, progress=progress)
     except SparkEngineError as e:

@@ -162,14 +162,15 @@ def _quiet_fds(log_path: Path):
             os.close(f)
 
 
-def start_spark(master: str = "local[*]", app_name: str = "hwcheck", log_path: Optional[Path] = None,
+def start_spark(master: Optional[str] = None, app_name: str = "hwcheck", log_path: Optional[Path] = None,
                 conf: Optional[dict] = None):
     """A SparkContext for ``master`` with Spark's console output kept out of ours: the JVM's
     stdout/stderr go to ``log_path`` (default: a file in the temp folder), no progress bars,
     log level ERROR. Python workers run this interpreter unless PYSPARK_PYTHON says otherwise.
-    An existing SparkContext is reused as it is."""
+
+    ``master`` None means: spark-submit's ``--master`` when run under spark-submit (which
+    started the JVM already), else ``local[*]``. An existing SparkContext is reused as it is."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     try:
         from pyspark import SparkConf, SparkContext
     except ImportError as e:  # pragma: no cover - pyspark is a dependency
@@ -178,32 +179,46 @@ def start_spark(master: str = "local[*]", app_name: str = "hwcheck", log_path: O
         sc = SparkContext._active_spark_context
         sc.hwcheck_log = getattr(sc, "hwcheck_log", "the Spark driver's stderr")
         return sc
+    submitted = "PYSPARK_GATEWAY_PORT" in os.environ      # spark-submit runs us, its JVM is up
+    if master is None and not submitted:
+        master = "local[*]"
     log_path = Path(log_path or Path(tempfile.gettempdir()) / f"hwcheck-spark-{os.getpid()}.log")
-    spark_conf = (SparkConf().setMaster(master).setAppName(app_name)
+    spark_conf = (SparkConf().setAppName(app_name)
                   .set("spark.ui.showConsoleProgress", "false")
-                  .set("spark.ui.enabled", "false")
-                  .set("spark.driver.host", os.environ.get("SPARK_LOCAL_IP", "127.0.0.1"))
-                  .set("spark.driver.bindAddress", os.environ.get("SPARK_LOCAL_IP", "127.0.0.1")))
-    if master.startswith("local"):
-        # one JVM is driver and executor; its work is moving bytes between Python processes,
-        # for which the quick C1 compiler pays off at once (seconds less per run)
-        spark_conf.set("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1")
+                  .set("spark.ui.enabled", "false"))
+    if master is not None:
+        spark_conf.setMaster(master)
+        if _loopback(master):
+            # everything on this machine: talk over the loopback, whatever the hostname resolves to
+            ip = os.environ.get("SPARK_LOCAL_IP", "127.0.0.1")
+            spark_conf.set("spark.driver.host", ip).set("spark.driver.bindAddress", ip)
+        if master.startswith("local") and not submitted:
+            # one JVM is driver and executor; its work is moving bytes between Python processes,
+            # for which the quick C1 compiler pays off at once (seconds less per run)
+            spark_conf.set("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1")
     for k, v in (conf or {}).items():
         spark_conf.set(k, v)
     try:
-        with _quiet_fds(log_path):
+        with (contextlib.nullcontext() if submitted else _quiet_fds(log_path)):
             sc = SparkContext(conf=spark_conf)
             sc.setLogLevel("ERROR")
     except Exception as e:
         raise SparkEngineError(f"cannot start Spark with master {master!r}: {_one_line(e)} (see {log_path})")
-    sc.hwcheck_log = str(log_path)
-    if not master.startswith("local"):
+    sc.hwcheck_log = "spark-submit's console" if submitted else str(log_path)
+    if not sc.master.startswith("local"):
         sc.addPyFile(_shipped_package())
     return sc
 
 
+def _loopback(master: str) -> bool:
+    if master.startswith("local"):
+        return True
+    host = master.split("://", 1)[-1].split(",")[0].rsplit(":", 1)[0]
+    return host in ("127.0.0.1", "localhost", "[::1]")
+
+
 @contextlib.contextmanager
-def spark_context(master: str = "local[*]", **kw):
+def spark_context(master: Optional[str] = None, **kw):
     """``start_spark`` that stops the context on exit."""
     sc = start_spark(master, **kw)
     try:
@@ -222,13 +237,14 @@ def _one_line(e: BaseException) -> str:
     return type(e).__name__
 
 
-def spark_bfs(model, *, sc=None, master: str = "local[*]", partitions: Optional[int] = None,
+def spark_bfs(model, *, sc=None, master: Optional[str] = None, partitions: Optional[int] = None,
               max_depth: Optional[int] = None, all_invariants: bool = False,
               progress: Optional[Callable[[dict], None]] = None) -> Result:
     """Explore every state reachable within ``max_depth`` steps on Spark; the same figures as
     :func:`hwcheck.checker.bfs.bfs` (distinct states, depth, shortest trace length).
 
-    ``sc``: a running SparkContext (else one is started on ``master`` and stopped at the end);
+    ``sc``: a running SparkContext (else one is started on ``master``, see :func:`start_spark`,
+    and stopped at the end);
     ``partitions``: how many owner partitions the state space is split into (default: twice
     Spark's default parallelism). Spark failures raise :class:`SparkEngineError`."""
     own = sc is None

@@ -35,7 +35,8 @@ def engine_options(fn):
     fn = click.option("--partitions", type=click.IntRange(min=1), default=None,
                       help="spark: owner partitions of the state space [default: 2 x Spark's default parallelism]")(fn)
     fn = click.option("--master", default=None, metavar="URL",
-                      help=f"spark: the Spark master (local[N], spark://host:port, ...) [default: {DEFAULT_MASTER}]")(fn)
+                      help=f"spark: the Spark master (local[N], spark://host:port, ...) "
+                           f"[default: spark-submit's --master, else {DEFAULT_MASTER}]")(fn)
     return fn
 
 
@@ -47,14 +48,13 @@ def run_engine(engine: str, model, *, max_depth: Optional[int], all_invariants: 
         return bfs(model, max_depth=max_depth, all_invariants=all_invariants, progress=progress)
     from hwcheck.checker.spark import SparkEngineError, spark_bfs, start_spark
 
-    master = master or DEFAULT_MASTER
     try:
         sc = start_spark(master)
     except SparkEngineError as e:
         fail(str(e))
     try:
         n = partitions or max(2, 2 * sc.defaultParallelism)
-        click.echo(f"spark {sc.version}: master {master}, {n} partitions, "
+        click.echo(f"spark {sc.version}: master {sc.master}, {n} partitions, "
                    f"default parallelism {sc.defaultParallelism}; Spark's log: {sc.hwcheck_log}")
         return spark_bfs(model, sc=sc, partitions=n, max_depth=max_depth,
                          all_invariants=all_invariants, progress=progress)

@@ -54,7 +54,7 @@ def run_engine(engine: str, model, *, max_depth: Optional[int], all_invariants: 
         fail(str(e))
     try:
         n = partitions or max(2, 2 * sc.defaultParallelism)
-        click.echo(f"spark {sc.version}: master {sc.master}, {n} partitions, "
+        click.echo(f"spark {sc.version}: master {sc.master}, {n} partition{'s' if n != 1 else ''}, "
                    f"default parallelism {sc.defaultParallelism}; Spark's log: {sc.hwcheck_log}")
         return spark_bfs(model, sc=sc, partitions=n, max_depth=max_depth,
                          all_invariants=all_invariants, progress=progress)

@@ -29,7 +29,7 @@ def sc():
 
 MODES = ["hw", "kip101", "kip279", "epoch"]
 RUNS = {  # name: (config, spark_bfs options); all run at once on the shared context
-    **{mode: (Config(mode=mode, **SMALL), dict(partitions=3)) for mode in MODES},
+    **{mode: (Config(mode=mode, **SMALL), dict(partitions=3 if mode == "hw" else 2)) for mode in MODES},
     "acks1": (Config(mode="epoch", records=1, crashes=1, acks="1"), dict(partitions=2)),
     "max_depth": (Config(mode="kip101", **SMALL), dict(partitions=2, max_depth=6)),
     "all": (Config(mode="hw", unclean_election=True, **SMALL), dict(partitions=1, all_invariants=True)),

@@ -93,6 +93,11 @@ class Cluster:
         s = self.status() or {}
         return [w for w in s.get("workers", []) if w.get("state") == "ALIVE"]
 
+    def finished_tasks(self) -> int:
+        """Tasks finished by the executors so far, from their logs in the worker folder."""
+        return sum(f.read_text(errors="replace").count("Finished task")
+                   for f in (self.tmp / "work").glob("app-*/*/stderr"))
+
     def close(self):
         for p in self.workers + [self.master]:
             stop(p)
@@ -107,11 +112,11 @@ def cluster(tmp_path_factory):
     c.close()
 
 
-def verify(cluster, args, cwd, **popen):
+def verify(cluster, args, cwd, partitions=2):
     cmd = [sys.executable, "-m", "hwcheck.cli", "verify", *args, "--engine=spark", f"--master={cluster.url}",
-           "--partitions=2"]
+           f"--partitions={partitions}"]
     return subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            stdin=subprocess.DEVNULL, **popen)
+                            stdin=subprocess.DEVNULL)
 
 
 def test_standalone_cluster_finds_the_same_shortest_trace_as_bfs(cluster, tmp_path):
@@ -133,12 +138,12 @@ def test_standalone_cluster_finds_the_same_shortest_trace_as_bfs(cluster, tmp_pa
 
 def test_worker_killed_mid_run_gives_the_same_figures_or_a_clear_error(cluster, tmp_path):
     [first] = [w for w in cluster.workers if w.poll() is None]
-    args = ["--mode=hw", "--records=1", "--crashes=0", "--max-epoch=1", "--quiet"]
-    want = bfs(Model(Config(mode="hw", records=1, crashes=0, max_epoch=1)))
-    proc = verify(cluster, args, tmp_path)
-    # the executor is up and the search under way, then the worker (and its executor) dies
-    wait_for("an executor on the worker", lambda: any(w.get("coresused") for w in cluster.alive_workers()), 120)
-    time.sleep(3)
+    args = ["--mode=hw", "--records=1", "--crashes=0", "--max-epoch=0", "--quiet"]      # 9 levels
+    want = bfs(Model(Config(mode="hw", records=1, crashes=0, max_epoch=0)))
+    proc = verify(cluster, args, tmp_path, partitions=1)      # one task per stage: the run's pace is set
+    # some levels done (their cached partitions and shuffle files live on that executor), then
+    # the worker and its executor die
+    wait_for("the search to be under way", lambda: cluster.finished_tasks() >= 6, 180)    # 3 levels
     assert proc.poll() is None, "the run ended before the worker could be killed"
     stop(first)
     cluster.add_worker()                   # somewhere for Spark to retry the lost tasks

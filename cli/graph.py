@@ -117,9 +117,9 @@ LIVENESS_OPTIONS = [
 
 
 def run_liveness(fair, max_nodes, engine, max_depth, all_invariants, only, out, force, quiet, verbose=False,
-                 depth=None, symmetry=False, workers=None, **knobs):
+                 depth=None, symmetry=False, workers=None, master=None, partitions=None, **knobs):
     if engine != "bfs" or depth is not None or symmetry or workers:
-        fail("--liveness explores the whole state graph; it takes none of --engine z3, --depth, --symmetry, "
+        fail("--liveness explores the whole state graph; it takes none of --engine, --depth, --symmetry, "
              "--workers")
     if only:
         fail("--invariant does not apply to --liveness (it checks the liveness properties)")

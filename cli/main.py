@@ -26,6 +26,7 @@ from .html import first_breaks, render_html
 from .models import OTHER_MODES, build_model, model_options, settings_line, trace_table
 from .progress import Progress, level as progress_level
 from .render import figures_line
+from .engines import ENGINES, engine_options, run_spark
 
 EXIT_HOLDS, EXIT_VIOLATION, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 DEFAULTS = Config()
@@ -138,8 +139,9 @@ def cli():
 @cli.command()
 @knob_options
 @model_options
-@click.option("--engine", type=click.Choice(["bfs", "z3"]), default="bfs", show_default=True)
+@click.option("--engine", type=click.Choice(ENGINES), default="bfs", show_default=True)
 @click.option("--depth", type=click.IntRange(min=0), default=None, help="z3: the longest trace BMC looks for")
+@engine_options
 @click.option("--max-depth", type=click.IntRange(min=0), default=None, help="stop exploring at this depth")
 @click.option("--all-invariants", is_flag=True, help="keep going after a violation: first trace of each invariant")
 @click.option("--invariant", "only", multiple=True, metavar="NAME",
@@ -154,7 +156,7 @@ def cli():
                    "(counts are of classes; verdicts and trace lengths do not change)")
 @click.option("--workers", type=click.IntRange(min=1), default=None,
               help="processes expanding each large BFS level (default: all cores; results do not depend on it)")
-def verify(engine, depth, max_depth, all_invariants, only, out, force, quiet, verbose=False, symmetry=False,
+def verify(engine, depth, master, partitions, max_depth, all_invariants, only, out, force, quiet, verbose=False, symmetry=False,
            workers=None, **knobs):
     """Explore every behaviour within the bounds; report 'holds' or a shortest counterexample.
 
@@ -179,8 +181,14 @@ def verify(engine, depth, max_depth, all_invariants, only, out, force, quiet, ve
     click.echo(f"hwcheck verify: {settings_line(cfg)}")
     click.echo(f"engine {engine}; invariants {', '.join(checked)}")
     progress = Progress(progress_level(quiet, verbose), engine=engine)
-    result = bfs(model, max_depth=max_depth, all_invariants=all_invariants, progress=progress,
-                 only=checked, symmetry=symmetry, workers=workers or default_workers())
+    if engine == "spark":
+        if symmetry or workers:
+            fail("--symmetry and --workers apply to --engine bfs only")
+        result = run_spark(model, max_depth=max_depth, all_invariants=all_invariants, only=checked,
+                           progress=progress, master=master, partitions=partitions, fail=fail)
+    else:
+        result = bfs(model, max_depth=max_depth, all_invariants=all_invariants, progress=progress,
+                     only=checked, symmetry=symmetry, workers=workers or default_workers())
     progress.done()
     jsonout.note(settings=jsonout.settings(model), engine=engine, invariants=checked, max_depth=max_depth,
                  verdict=result.verdict, complete=result.complete, figures=jsonout.figures(result), violations=[])
@@ -197,7 +205,7 @@ def verify(engine, depth, max_depth, all_invariants, only, out, force, quiet, ve
         click.echo(f"verdict: violated: {trace.invariant} after {trace.steps} steps (a shortest trace)")
         if not quiet:
             click.echo(trace_table(model, trace, [trace.invariant]))
-        doc = json.dumps(to_itf(model, trace), indent=1)
+        doc = json.dumps(to_itf(model, trace, result.engine), indent=1)
         path = out if (out is not None and i == 0) else free_default_path(cfg, trace.invariant)
         write_file(path, doc + "\n")
         jsonout.note(violation={"invariant": trace.invariant, "steps": trace.steps, "trace": str(path)})

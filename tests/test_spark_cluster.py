@@ -82,11 +82,14 @@ class Cluster:
             return None
 
     def add_worker(self) -> subprocess.Popen:
-        before = len(self.alive_workers())
+        # a new worker is one whose id the master did not list before (a killed worker may still
+        # be listed ALIVE until its heartbeat times out, or drop out meanwhile: counting races)
+        before = {w.get("id") for w in (self.status() or {}).get("workers", [])}
         w = start(self.tmp, f"worker{len(self.workers)}", "org.apache.spark.deploy.worker.Worker", self.url,
                   "--host", "127.0.0.1", "--cores", "1", "--memory", "1g", "--webui-port", str(free_port()))
         self.workers.append(w)
-        wait_for("a worker to register", lambda: len(self.alive_workers()) > before)
+        wait_for("a worker to register",
+                 lambda: any(x.get("id") not in before for x in self.alive_workers()), 120)
         return w
 
     def alive_workers(self):

@@ -133,6 +133,10 @@ class _Search:
 _ACTIVE: Optional[_Search] = None     # the search a forked worker expands
 
 
+class _MemoryLimit(Exception):
+    pass
+
+
 def _expand_in_worker(span):
     return _ACTIVE.expand(span, remote=True)
 
@@ -141,9 +145,56 @@ def _spans(n: int, size: int):
     return [(i, min(i + size, n)) for i in range(0, n, size)]
 
 
+class CheckpointError(Exception):
+    """A checkpoint that cannot be read or belongs to another run (one line for the user)."""
+
+
+CHECKPOINT_FILE = "bfs-checkpoint.pickle"
+
+
+def _run_key(model, order, symmetry) -> dict:
+    """What a checkpoint must match to be resumed: the model, its settings, the search options."""
+    return {"model": type(model).__module__, "config": model.cfg.as_dict(), "invariants": list(order),
+            "symmetry": bool(symmetry)}
+
+
+def _save_checkpoint(folder: str, key: dict, search: "_Search", counters: dict) -> None:
+    """The search state at the end of a level, written atomically (a kill mid-write keeps the old one)."""
+    snap = {"key": key, "counters": counters, "table": search.table, "parent": search.parent,
+            "label": search.label, "frontier": search.frontier, "frontier_idx": search.frontier_idx}
+    tmp = os.path.join(folder, CHECKPOINT_FILE + ".tmp")
+    with open(tmp, "wb") as f:
+        pickle.dump(snap, f, protocol=pickle.HIGHEST_PROTOCOL)
+    os.replace(tmp, os.path.join(folder, CHECKPOINT_FILE))
+
+
+def _differences(saved: dict, now: dict) -> str:
+    """'records=2 (this run: 3), symmetry=False (this run: True)'."""
+    flat = lambda d: {**{k: v for k, v in d.items() if k != "config"}, **d.get("config", {})}
+    a, b = flat(saved), flat(now)
+    return ", ".join(f"{k}={a.get(k)!r} (this run: {b.get(k)!r})" for k in sorted(set(a) | set(b))
+                     if a.get(k) != b.get(k))
+
+
+def load_checkpoint(folder: str) -> dict:
+    path = os.path.join(folder, CHECKPOINT_FILE)
+    try:
+        with open(path, "rb") as f:
+            snap = pickle.load(f)
+    except FileNotFoundError:
+        raise CheckpointError(f"no checkpoint in {folder} ({CHECKPOINT_FILE} missing)") from None
+    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, ValueError) as e:
+        raise CheckpointError(f"cannot read the checkpoint {path}: {e}") from None
+    if not isinstance(snap, dict) or "key" not in snap:
+        raise CheckpointError(f"{path} is not an hwcheck checkpoint")
+    return snap
+
+
 def bfs(model, *, max_depth: Optional[int] = None, all_invariants: bool = False,
         progress: Optional[Callable[[dict], None]] = None, progress_every: float = 0.5,
-        only: Optional[Sequence[str]] = None, symmetry: bool = False, workers: int = 1) -> Result:
+        only: Optional[Sequence[str]] = None, symmetry: bool = False, workers: int = 1,
+        checkpoint: Optional[str] = None, resume: Optional[dict] = None,
+        max_rss_mb: Optional[float] = None) -> Result:
     """Explore every state reachable within ``max_depth`` steps (unbounded by default).
 
     Stops at the first violation unless ``all_invariants``, which goes on until every
@@ -151,6 +202,11 @@ def bfs(model, *, max_depth: Optional[int] = None, all_invariants: bool = False,
     ``only`` names the invariants to check (default: all of the model's). ``symmetry`` explores
     one state per class of states equal up to renaming replicas; ``workers`` > 1 expands large
     levels in that many processes (same results).
+    ``checkpoint``: a folder where the search state is saved at the end of every level;
+    ``resume``: a snapshot from :func:`load_checkpoint` to continue from (same model, settings,
+    invariants and symmetry, else CheckpointError): the verdict and counts are those of an
+    uninterrupted run. ``max_rss_mb``: stop (verdict ``interrupted``, ``Result.reason`` says why)
+    once the process grows past this much memory, instead of being killed by the system.
     Ctrl-C stops the search and returns what was covered with verdict ``interrupted``.
     """
     global _ACTIVE
@@ -159,10 +215,11 @@ def bfs(model, *, max_depth: Optional[int] = None, all_invariants: bool = False,
     order = [name for name, _ in invariants]
     canon = canonicalizer(model) if symmetry else None
     search = _Search(model, canon, invariants)
-    table = search.table
+    key = _run_key(model, order, symmetry)
     found: Dict[str, int] = {}          # invariant -> index of the first violating state
     generated = distinct = depth = 0
     verdict, complete, stop = HOLDS, True, False
+    reason = ""
     last_report = start
     worker_rss: Dict[int, float] = {}
     rss_at_fork = 0.0
@@ -179,28 +236,38 @@ def bfs(model, *, max_depth: Optional[int] = None, all_invariants: bool = False,
                         return i
         return None
 
+    if resume is not None:
+        if resume["key"] != key:
+            raise CheckpointError("the checkpoint is of another run: " + _differences(resume["key"], key))
+        search.table, search.parent, search.label = resume["table"], resume["parent"], resume["label"]
+        search.frontier, search.frontier_idx = resume["frontier"], resume["frontier_idx"]
+        c = resume["counters"]
+        generated, distinct, depth, found = c["generated"], c["distinct"], c["depth"], dict(c["found"])
+    table = search.table
+
     gc_was_enabled = gc.isenabled()
     gc.disable()    # states are acyclic tuples: the cycle collector only costs time here
     try:
-        inits = model.init_states()
-        init_states = [canon(s) for s in inits] if canon else inits
-        fps = np.array([fingerprint(s) for s in init_states], dtype=np.uint64)
-        new = table.add_new(fps)
-        distinct_base = 0
-        new_pos = np.flatnonzero(new)
-        for i in new_pos.tolist():
-            search.parent.append(-1)
-            search.label.append(i)
-        viol = np.array([search.violations(init_states[i]) for i in new_pos.tolist()], dtype=np.int64)
-        hit = record(viol)
-        if hit is not None:
-            stop = True
-            generated = int(new_pos[hit]) + 1
-            distinct = hit + 1
-        else:
-            generated, distinct = len(init_states), len(new_pos)
-        search.frontier = [init_states[i] for i in new_pos.tolist()]
-        search.frontier_idx = np.arange(len(search.frontier), dtype=np.int64)
+        if resume is None:
+            inits = model.init_states()
+            init_states = [canon(s) for s in inits] if canon else inits
+            fps = np.array([fingerprint(s) for s in init_states], dtype=np.uint64)
+            new = table.add_new(fps)
+            distinct_base = 0
+            new_pos = np.flatnonzero(new)
+            for i in new_pos.tolist():
+                search.parent.append(-1)
+                search.label.append(i)
+            viol = np.array([search.violations(init_states[i]) for i in new_pos.tolist()], dtype=np.int64)
+            hit = record(viol)
+            if hit is not None:
+                stop = True
+                generated = int(new_pos[hit]) + 1
+                distinct = hit + 1
+            else:
+                generated, distinct = len(init_states), len(new_pos)
+            search.frontier = [init_states[i] for i in new_pos.tolist()]
+            search.frontier_idx = np.arange(len(search.frontier), dtype=np.int64)
 
         while search.frontier and not stop:
             if max_depth is not None and depth >= max_depth:
@@ -245,6 +312,8 @@ def bfs(model, *, max_depth: Optional[int] = None, all_invariants: bool = False,
                     next_idx.append(np.arange(distinct_base, distinct, dtype=np.int64))
                     if stop:
                         break
+                    if max_rss_mb is not None and peak_rss_mb() > max_rss_mb:
+                        raise _MemoryLimit()
                     if progress is not None:
                         now = time.monotonic()
                         if now - last_report >= progress_every:
@@ -259,9 +328,14 @@ def bfs(model, *, max_depth: Optional[int] = None, all_invariants: bool = False,
             depth += 1 if (next_frontier or stop) else 0
             search.frontier = next_frontier
             search.frontier_idx = np.concatenate(next_idx) if next_idx else np.zeros(0, dtype=np.int64)
+            if checkpoint is not None and search.frontier and not stop:
+                _save_checkpoint(checkpoint, key, search, {"generated": generated, "distinct": distinct,
+                                                           "depth": depth, "found": found})
     except KeyboardInterrupt:
-        verdict = INTERRUPTED
-        complete = False
+        verdict, complete, reason = INTERRUPTED, False, "interrupted"
+    except _MemoryLimit:
+        verdict, complete = INTERRUPTED, False
+        reason = f"memory limit: the process passed {max_rss_mb:,.0f} MB"
     finally:
         if gc_was_enabled:
             gc.enable()
@@ -275,7 +349,7 @@ def bfs(model, *, max_depth: Optional[int] = None, all_invariants: bool = False,
         depth=depth, elapsed=elapsed, peak_rss_mb=rss,
         violations=sorted(traces, key=lambda t: order.index(t.invariant)),
         complete=complete and verdict != INTERRUPTED,
-        collision_probability=collision_probability(distinct),
+        collision_probability=collision_probability(distinct), reason=reason,
     )
 
 

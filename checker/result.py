@@ -32,6 +32,7 @@ class Result:
     violations: List[Trace] = field(default_factory=list)
     complete: bool = True          # False when a depth/state bound cut the search
     collision_probability: float = 0.0
+    reason: str = ""               # why an interrupted search stopped (Ctrl-C, a memory limit)
 
     @property
     def states_per_second(self) -> float:

@@ -14,7 +14,7 @@ import tomllib
 
 import click
 
-from hwcheck.checker.bfs import bfs, default_workers
+from hwcheck.checker.bfs import CHECKPOINT_FILE, CheckpointError, bfs, default_workers, load_checkpoint
 from hwcheck.checker.gate import GateError, junit_xml, parse_gate, run_entry
 from hwcheck.checker.result import INTERRUPTED, VIOLATED
 from hwcheck.checker.trace import TraceError, differential, load_itf, replay as replay_trace, to_itf
@@ -156,8 +156,15 @@ def cli():
                    "(counts are of classes; verdicts and trace lengths do not change)")
 @click.option("--workers", type=click.IntRange(min=1), default=None,
               help="processes expanding each large BFS level (default: all cores; results do not depend on it)")
-def verify(engine, depth, master, partitions, max_depth, all_invariants, only, out, force, quiet, verbose=False, symmetry=False,
-           workers=None, **knobs):
+@click.option("--checkpoint", type=click.Path(file_okay=False, path_type=Path), default=None, metavar="DIR",
+              help="bfs: save the search state in DIR at the end of every level")
+@click.option("--resume", type=click.Path(file_okay=False, path_type=Path), default=None, metavar="DIR",
+              help="bfs: continue the search saved in DIR (same settings); reaches the uninterrupted verdict")
+@click.option("--max-memory", type=click.FloatRange(min=0.1), default=None, metavar="GB",
+              help="bfs: stop, saying what was covered, once the process passes this size "
+                   "[default: 80% of the machine's memory]")
+def verify(engine, depth, master, partitions, max_depth, all_invariants, only, out, force, quiet, verbose=False,
+           symmetry=False, workers=None, checkpoint=None, resume=None, max_memory=None, **knobs):
     """Explore every behaviour within the bounds; report 'holds' or a shortest counterexample.
 
     \b
@@ -181,20 +188,37 @@ def verify(engine, depth, master, partitions, max_depth, all_invariants, only, o
     click.echo(f"hwcheck verify: {settings_line(cfg)}")
     click.echo(f"engine {engine}; invariants {', '.join(checked)}")
     progress = Progress(progress_level(quiet, verbose), engine=engine)
+    if engine != "bfs" and (checkpoint or resume or max_memory):
+        fail("--checkpoint, --resume and --max-memory apply to --engine bfs only")
+    snapshot = resume_from(resume) if resume is not None else None
+    if checkpoint is not None:
+        prepare_checkpoint(checkpoint, force, resuming=resume is not None and resume.resolve() == checkpoint.resolve())
     if engine == "spark":
         if symmetry or workers:
             fail("--symmetry and --workers apply to --engine bfs only")
         result = run_spark(model, max_depth=max_depth, all_invariants=all_invariants, only=checked,
                            progress=progress, master=master, partitions=partitions, fail=fail)
     else:
-        result = bfs(model, max_depth=max_depth, all_invariants=all_invariants, progress=progress,
-                     only=checked, symmetry=symmetry, workers=workers or default_workers())
+        limit = max_memory * 1024 if max_memory is not None else default_memory_limit_mb()
+        try:
+            result = bfs(model, max_depth=max_depth, all_invariants=all_invariants, progress=progress,
+                         only=checked, symmetry=symmetry, workers=workers or default_workers(),
+                         checkpoint=None if checkpoint is None else str(checkpoint), resume=snapshot,
+                         max_rss_mb=limit)
+        except CheckpointError as e:
+            fail(f"{resume}: {e}")
     progress.done()
     jsonout.note(settings=jsonout.settings(model), engine=engine, invariants=checked, max_depth=max_depth,
                  verdict=result.verdict, complete=result.complete, figures=jsonout.figures(result), violations=[])
     if result.verdict == INTERRUPTED:
+        saved = f"; resume with --resume {checkpoint}" if checkpoint is not None else ""
+        if result.reason.startswith("memory limit"):
+            per_state = result.peak_rss_mb * 2 ** 20 / max(result.distinct_states, 1)
+            fail(f"stopped at the {result.reason}: covered {result.distinct_states:,} distinct states to depth "
+                 f"{result.depth} (~{per_state:,.0f} bytes a state), no violation among them; the space is larger "
+                 f"than memory allows: raise --max-memory, or use --symmetry or --engine spark{saved}")
         click.echo(f"interrupted: covered {result.distinct_states:,} distinct states to depth {result.depth} "
-                   f"in {result.elapsed:.1f} s; no violation among them")
+                   f"in {result.elapsed:.1f} s; no violation among them{saved}")
         raise click.exceptions.Exit(EXIT_INTERRUPTED)
     if result.verdict != VIOLATED:
         scope = "every reachable state" if result.complete else f"every state within depth {result.depth}"
@@ -212,6 +236,31 @@ def verify(engine, depth, master, partitions, max_depth, all_invariants, only, o
         click.echo(f"trace: {path} (replay with: hwcheck replay {path})")
     click.echo(f"figures: {figures_line(result)}")
     raise click.exceptions.Exit(EXIT_VIOLATION)
+
+
+def default_memory_limit_mb() -> float:
+    """80% of the machine's memory, in MB."""
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2 ** 20 * 0.8
+
+
+def resume_from(folder: Path) -> dict:
+    try:
+        return load_checkpoint(str(folder))
+    except CheckpointError as e:
+        fail(str(e))
+
+
+def prepare_checkpoint(folder: Path, force: bool, resuming: bool) -> None:
+    """The checkpoint folder exists (created if need be) and holds no other run's checkpoint,
+    unless we resume from it or --force says it may be replaced."""
+    if folder.exists() and not folder.is_dir():
+        fail(f"{folder} is not a folder")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        fail(f"cannot create {folder}: {e.strerror}")
+    if (folder / CHECKPOINT_FILE).exists() and not (resuming or force):
+        fail(f"{folder} already holds a checkpoint; resume it with --resume {folder}, or use --force to replace it")
 
 
 def read_text(path: Path) -> str:

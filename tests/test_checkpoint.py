@@ -1,0 +1,82 @@
+"""--checkpoint / --resume: a run killed mid-way and resumed reaches the uninterrupted verdict and
+counts; --max-memory stops a search that outgrows memory, saying what it covered."""
+
+import signal
+import subprocess
+import sys
+import time
+
+
+from hwcheck.checker.bfs import CHECKPOINT_FILE, bfs, load_checkpoint
+from hwcheck.spec import Config, Model
+
+from .conftest import run_cli
+
+
+def figures(stdout):
+    return next(line for line in stdout.splitlines() if line.startswith("figures:")).split(", ")[:3]
+
+
+def test_killed_run_resumes_to_the_same_verdict_and_counts(tmp_path):
+    ck = tmp_path / "ck"
+    cmd = [sys.executable, "-m", "hwcheck.cli", "verify", "--mode=epoch", "--quiet", "--workers=1",
+           "--checkpoint", str(ck)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    deadline = time.monotonic() + 300
+    depth = 0
+    while time.monotonic() < deadline and proc.poll() is None and depth < 20:
+        time.sleep(0.2)
+        try:
+            depth = load_checkpoint(str(ck))["counters"]["depth"]
+        except Exception:
+            pass
+    assert proc.poll() is None, "the run finished before it could be killed"
+    proc.send_signal(signal.SIGKILL)                 # no chance to clean up
+    proc.wait(timeout=30)
+    saved = load_checkpoint(str(ck))["counters"]["depth"]
+    assert 20 <= saved < 44
+    resumed = run_cli("verify", "--mode=epoch", "--quiet", "--workers=1", "--resume", ck)
+    whole = run_cli("verify", "--mode=epoch", "--quiet", "--workers=1")
+    assert resumed.returncode == whole.returncode == 0, resumed.stderr
+    assert "verdict: holds" in resumed.stdout
+    assert figures(resumed.stdout) == figures(whole.stdout)
+    assert "133,873 distinct states" in resumed.stdout and "depth 44" in resumed.stdout
+
+
+def test_resumed_violating_run_finds_the_same_shortest_trace(tmp_path):
+    model = Model(Config(mode="hw"))
+    whole = bfs(model)
+    part = bfs(model, max_depth=6, checkpoint=str(tmp_path))
+    assert part.verdict == "holds" and not part.complete
+    resumed = bfs(model, resume=load_checkpoint(str(tmp_path)))
+    assert (resumed.distinct_states, resumed.generated_states, resumed.depth) == \
+           (whole.distinct_states, whole.generated_states, whole.depth)
+    assert resumed.violations[0].labels == whole.violations[0].labels
+
+
+def test_resume_refuses_another_runs_checkpoint_and_garbage(tmp_path):
+    bfs(Model(Config(mode="epoch", records=1)), max_depth=4, checkpoint=str(tmp_path))
+    proc = run_cli("verify", "--mode=epoch", "--records=2", "--resume", tmp_path)
+    assert proc.returncode == 2 and "another run: records=1 (this run: 2)" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+    (tmp_path / CHECKPOINT_FILE).write_bytes(b"not a pickle")
+    proc = run_cli("verify", "--mode=epoch", "--resume", tmp_path)
+    assert proc.returncode == 2 and "cannot read the checkpoint" in proc.stderr
+    proc = run_cli("verify", "--resume", tmp_path / "nowhere")
+    assert proc.returncode == 2 and "no checkpoint in" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_checkpoint_never_replaces_another_checkpoint_silently(tmp_path):
+    bfs(Model(Config(mode="epoch", records=1)), max_depth=4, checkpoint=str(tmp_path))
+    before = (tmp_path / CHECKPOINT_FILE).read_bytes()
+    proc = run_cli("verify", "--mode=hw", "--checkpoint", tmp_path)
+    assert proc.returncode == 2 and "already holds a checkpoint" in proc.stderr
+    assert (tmp_path / CHECKPOINT_FILE).read_bytes() == before
+
+
+def test_a_search_past_the_memory_limit_stops_and_says_what_it_covered():
+    proc = run_cli("verify", "--mode=epoch", "--replicas=3", "--records=1", "--crashes=0", "--max-memory=0.1",
+                   "--quiet", "--workers=1")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    [line] = proc.stderr.strip().splitlines()
+    assert "memory limit" in line and "covered" in line and "--max-memory" in line

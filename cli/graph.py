@@ -117,10 +117,11 @@ LIVENESS_OPTIONS = [
 
 
 def run_liveness(fair, max_nodes, engine, max_depth, all_invariants, only, out, force, quiet, verbose=False,
-                 depth=None, symmetry=False, workers=None, master=None, partitions=None, **knobs):
-    if engine != "bfs" or depth is not None or symmetry or workers:
+                 depth=None, symmetry=False, workers=None, master=None, partitions=None, checkpoint=None,
+                 resume=None, max_memory=None, **knobs):
+    if engine != "bfs" or depth is not None or symmetry or workers or checkpoint or resume or max_memory:
         fail("--liveness explores the whole state graph; it takes none of --engine, --depth, --symmetry, "
-             "--workers")
+             "--workers, --checkpoint, --resume, --max-memory")
     if only:
         fail("--invariant does not apply to --liveness (it checks the liveness properties)")
     if knobs.get("model_family", "design") != "design":

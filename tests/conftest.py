@@ -26,18 +26,30 @@ def run_labels(model, labels):
     return states
 
 
-def exact_reachable(model):
-    """Every reachable state, keyed by the whole state (no fingerprints): an independent count."""
-    seen, frontier = set(model.init_states()), list(model.init_states())
-    while frontier:
+def exact_reachable(model, limit=None):
+    """Reachable states in breadth-first order, keyed by the whole state (no fingerprints): an
+    independent count. With ``limit``, the first ``limit`` or so states (whole levels)."""
+    seen = set(model.init_states())
+    frontier, out = list(seen), list(seen)
+    while frontier and (limit is None or len(out) < limit):
         nxt = []
         for s in frontier:
             for _, t in model.successors(s):
                 if t not in seen:
                     seen.add(t)
                     nxt.append(t)
+                    out.append(t)
         frontier = nxt
-    return seen
+    return out
+
+
+def one_line_error(proc) -> str:
+    """The process ended on bad input: exit 2, one 'hwcheck: error:' line, no traceback."""
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert len(lines) == 1 and lines[0].startswith("hwcheck: error:"), proc.stderr
+    assert "Traceback" not in proc.stdout + proc.stderr
+    return lines[0]
 
 
 @pytest.fixture

@@ -5,17 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import ROOT, run_cli
+from .conftest import ROOT, one_line_error, run_cli
 
 CX = ROOT / "counterexamples"
-
-
-def one_line_error(proc):
-    lines = proc.stderr.strip().splitlines()
-    assert proc.returncode == 2, proc.stdout + proc.stderr
-    assert len(lines) == 1 and lines[0].startswith("hwcheck: error:"), proc.stderr
-    assert "Traceback" not in proc.stdout + proc.stderr
-    return lines[0]
 
 
 def test_verify_hw_finds_data_loss_and_writes_a_replayable_trace(tmp_path):

@@ -11,6 +11,8 @@ from hwcheck.checker.symmetry import canonicalizer
 from hwcheck.cli.main import cli
 from hwcheck.spec import Config, Model, kafka_tla
 
+from .conftest import exact_reachable
+
 DESIGN = [Config(mode="hw", records=1, crashes=1), Config(mode="hw", power_failures=1, crashes=0, records=1),
           Config(mode="kip101", crashes=0, records=2, max_epoch=2), Config(mode="kip279", crashes=0, records=2),
           Config(mode="epoch", records=1, crashes=1), Config(mode="epoch", unclean_election=True, records=1, crashes=1),
@@ -23,16 +25,7 @@ IDS = [f"design-{c.mode}-{i}" for i, c in enumerate(DESIGN)] + [f"tla-{c.mode}-{
 
 
 def reachable(model):
-    seen, frontier = set(model.init_states()), list(model.init_states())
-    while frontier:
-        nxt = []
-        for s in frontier:
-            for _, t in model.successors(s):
-                if t not in seen:
-                    seen.add(t)
-                    nxt.append(t)
-        frontier = nxt
-    return seen
+    return set(exact_reachable(model))
 
 
 def assert_replays(model, trace):

@@ -14,7 +14,7 @@ from hwcheck.checker.trace import load_itf, replay, to_itf
 from hwcheck.spec import Config, Model
 from hwcheck.spec.auxiliary import AUXILIARY
 
-from .conftest import run_cli
+from .conftest import exact_reachable, run_cli
 
 # per mode, runs whose reachable states are sampled (power failures, acks=1, unclean, 3 replicas...)
 AGREEMENT_RUNS = {
@@ -27,18 +27,7 @@ PER_MODE = 1000
 
 
 def reachable(model, limit):
-    seen = set(model.init_states())
-    frontier, out = list(seen), list(seen)
-    while frontier and len(out) < limit:
-        nxt = []
-        for s in frontier:
-            for _, t in model.successors(s):
-                if t not in seen:
-                    seen.add(t)
-                    nxt.append(t)
-                    out.append(t)
-        frontier = nxt
-    return out
+    return exact_reachable(model, limit)
 
 
 def sample(mode, per_mode=PER_MODE, seed=7):

@@ -14,7 +14,7 @@ import pytest
 from hwcheck.cli.jsonout import SCHEMA
 from hwcheck.cli.progress import AUTO, QUIET, VERBOSE, Progress
 
-from .conftest import ROOT, run_cli
+from .conftest import ROOT, one_line_error, run_cli
 
 CX = ROOT / "counterexamples"
 REPORT = {"engine": "bfs", "depth": 7, "distinct": 5000, "queue": 800, "generated": 12000, "elapsed": 2.5}
@@ -137,12 +137,7 @@ def test_json_with_bad_input_prints_no_document_and_one_line():
 
 # ---------------------------------------------------------------- bad input: one line, exit 2
 
-def one_line(proc) -> str:
-    lines = proc.stderr.strip().splitlines()
-    assert proc.returncode == 2, proc.stdout + proc.stderr
-    assert len(lines) == 1 and lines[0].startswith("hwcheck: error: "), proc.stderr
-    assert "Traceback" not in proc.stdout + proc.stderr
-    return lines[0]
+one_line = one_line_error
 
 
 def _text(content):

@@ -32,7 +32,7 @@ from hwcheck.spec.state import (EPOCH_REQUEST, FETCH, FETCH_RESPONSE, FOLLOWER, 
                                 members)
 
 from .bfs import fingerprint
-from .symmetry import canonical, inverse, rename_label, rename_state  # noqa: F401
+from .symmetry import canonical, inverse, rename_label
 from .result import Trace
 
 DEFAULT_MAX_NODES = 250_000

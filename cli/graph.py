@@ -21,7 +21,7 @@ from hwcheck.checker.trace import TraceError, load_itf, replay as replay_trace
 from hwcheck.spec import Model
 from hwcheck.spec.actions import ACTIONS
 
-from .main import (EXIT_HOLDS, EXIT_USAGE, EXIT_VIOLATION, check_writable, cli, fail, knob_options,
+from .main import (EXIT_HOLDS, EXIT_VIOLATION, check_writable, cli, fail, knob_options,
                    make_config, read_text, write_file)
 from .models import build_model
 from .render import settings_line, trace_table

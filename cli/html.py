@@ -26,7 +26,6 @@ import html
 import json
 from typing import List, Optional, Sequence, Tuple
 
-from hwcheck.spec import invariants as invariant_docs
 
 from .render import settings_line
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import time
 from pathlib import Path
 
 import tomllib
@@ -18,7 +17,7 @@ from hwcheck.checker.bfs import CHECKPOINT_FILE, CheckpointError, bfs, default_w
 from hwcheck.checker.gate import GateError, junit_xml, parse_gate, run_entry
 from hwcheck.checker.result import INTERRUPTED, VIOLATED
 from hwcheck.checker.trace import TraceError, differential, load_itf, replay as replay_trace, to_itf
-from hwcheck.spec import Config, ConfigError, Model
+from hwcheck.spec import Config, ConfigError
 from hwcheck.spec.config import ACKS, MODE_ALIASES, MODES, RESPONSE_HW
 
 from . import jsonout

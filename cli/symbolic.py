@@ -4,7 +4,6 @@ and ``hwcheck prove`` (k-induction). main.py imports this module at its end."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import click
 

@@ -5,7 +5,6 @@ import pytest
 from hwcheck.spec import Config, ConfigError, Model
 from hwcheck.spec.actions import advance_hw
 from hwcheck.spec.state import FETCH, FETCH_RESPONSE, FOLLOWER, LEADER, NONE, UNDEFINED
-from hwcheck.checker.bfs import bfs
 
 from .conftest import run_labels
 

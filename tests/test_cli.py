@@ -1,7 +1,6 @@
 """The command line as a user meets it: exit codes, output, files, bad input."""
 
 import json
-from pathlib import Path
 
 import pytest
 

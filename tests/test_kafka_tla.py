@@ -10,7 +10,7 @@ from hwcheck.checker.trace import TraceError, load_itf, replay, to_itf
 from hwcheck.spec import ConfigError
 from hwcheck.spec.kafka_tla import Config, Model
 from hwcheck.spec.kafka_tla.actions import first_non_matching_offset_from_tail, lookup_offset_for_epoch
-from hwcheck.spec.kafka_tla.state import NONE, ReplicaState, initial_state, put
+from hwcheck.spec.kafka_tla.state import NONE, ReplicaState, initial_state
 
 from .conftest import exact_reachable, run_cli, run_labels
 

@@ -215,7 +215,7 @@ def bfs(model, *, max_depth: Optional[int] = None, all_invariants: bool = False,
     order = [name for name, _ in invariants]
     canon = canonicalizer(model) if symmetry else None
     search = _Search(model, canon, invariants)
-    key = _run_key(model, order, symmetry)
+    key = _run_key(model, order, symmetry) if (checkpoint is not None or resume is not None) else None
     found: Dict[str, int] = {}          # invariant -> index of the first violating state
     generated = distinct = depth = 0
     verdict, complete, stop = HOLDS, True, False

@@ -22,7 +22,7 @@ from hwcheck.spec.config import ACKS, MODE_ALIASES, MODES, RESPONSE_HW
 
 from . import jsonout
 from .html import first_breaks, render_html
-from .models import OTHER_MODES, build_model, model_options, settings_line, trace_table
+from .models import OTHER_MODES, build_model, model_options, settings_line, trace_table, with_options
 from .progress import Progress, level as progress_level
 from .render import figures_line
 from .engines import ENGINES, engine_options, run_spark
@@ -59,9 +59,7 @@ def knob_options(fn):
         click.option("--response-hw", type=click.Choice(RESPONSE_HW), default=DEFAULTS.response_hw,
                      show_default=True, help="fetch response carries the leader HW from after or before its update"),
     ]
-    for option in reversed(options):
-        fn = option(fn)
-    return fn
+    return with_options(fn, options)
 
 
 def make_config(**knobs) -> Config:

@@ -22,6 +22,13 @@ DESIGN_ONLY = ("records", "crashes", "power_failures", "max_epoch", "min_isr", "
 TLA_ONLY = ("log_size", "max_records", "max_leader_epoch")
 
 
+def with_options(fn, options):
+    """Decorate ``fn`` with click options, listed in the order --help shows them."""
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
 def model_options(fn):
     """``--model`` and the constants of the kafka-tla family."""
     options = [
@@ -35,9 +42,7 @@ def model_options(fn):
         click.option("--max-leader-epoch", type=int, default=TLA_DEFAULTS.max_leader_epoch, show_default=True,
                      help="kafka-tla: MaxLeaderEpoch"),
     ]
-    for option in reversed(options):
-        fn = option(fn)
-    return fn
+    return with_options(fn, options)
 
 
 def _given(ctx, name: str) -> bool:

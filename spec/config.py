@@ -31,6 +31,16 @@ class ConfigError(ValueError):
     """A knob is out of range or knobs contradict each other (one line, for the user)."""
 
 
+def config_from_mapping(cls, data: dict):
+    """``cls(**data)`` for a Config dataclass, with unknown keys a ConfigError (ITF ``#meta``, gate
+    entries): the one way every model family's Config reads a mapping."""
+    known = {f.name for f in fields(cls)}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise ConfigError(f"unknown setting(s): {', '.join(unknown)}")
+    return cls(**data)
+
+
 def check_counts(cfg, names) -> None:
     """Every named knob of ``cfg`` is an integer no larger than MAX_COUNT.
 
@@ -93,8 +103,4 @@ class Config:
     @classmethod
     def from_dict(cls, data: dict) -> "Config":
         """Build a Config from a mapping (ITF ``#meta``, a gate entry); unknown keys are an error."""
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ConfigError(f"unknown setting(s): {', '.join(unknown)}")
-        return cls(**data)
+        return config_from_mapping(cls, data)

@@ -11,10 +11,10 @@
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from typing import Callable, Iterator, List, Tuple
 
-from ..config import ConfigError, check_counts
+from ..config import ConfigError, check_counts, config_from_mapping
 from .actions import ARGS, NEXT, Constants
 from .invariants import INVARIANTS
 from .state import NONE, State, initial_state, members
@@ -65,11 +65,7 @@ class Config:
 
     @classmethod
     def from_dict(cls, data: dict) -> "Config":
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ConfigError(f"unknown setting(s): {', '.join(unknown)}")
-        return cls(**data)
+        return config_from_mapping(cls, data)
 
 
 class Model:

@@ -1,9 +1,10 @@
 """Explicit-state breadth-first search over any Model.
 
 The visited set holds 64-bit fingerprints (an off-heap numpy table, fpset.py), each with the index
-of its parent and the action label that reached it (as TLC does); a violation's trace is rebuilt by
-walking parents back and re-executing the labels through the model, so the first violation found
-is a shortest one.
+of its state and, beside it, the index of its parent (as TLC does); a violation's trace is rebuilt
+by walking parents back and asking the model, at each step, which successor has the next
+fingerprint, so the first violation found is a shortest one. The frontier is kept pickled, in
+chunks: a visited state costs the table's slot and a parent index, whatever the model.
 
 The search goes level by level, each level in chunks of states: a chunk's successors are
 fingerprinted, those visited in earlier levels dropped, the rest checked against the invariants,
@@ -84,17 +85,26 @@ def rebuild_trace(model, parents: Dict[int, Tuple], fp: int, invariant: Optional
 
 # ------------------------------------------------------------------ one search
 
+ROOT = 0xFFFFFFFF     # the parent of an initial state
+
+
 class _Search:
-    """The state of one run; ``expand`` is what worker processes run (they inherit the object)."""
+    """The state of one run; ``expand`` is what worker processes run (they inherit the object).
+
+    Per visited state the search keeps its fingerprint and index (``table``) and its parent's index
+    (``parent``, uint32): about 20-36 bytes. The frontier is a list of chunks ``(blob, keep,
+    index)``: ``blob`` the pickled states of one expansion task (at most CHUNK), ``keep`` the
+    positions in it that are new states (the others were reached first by another task), ``index``
+    their state indices. No action label is kept: a trace is rebuilt by asking the model which
+    successor of each state on the parent chain has the next state's fingerprint.
+    """
 
     def __init__(self, model, canon, invariants):
         self.model, self.canon = model, canon
         self.preds = [pred for _, pred in invariants]
         self.table = FingerprintSet()
-        self.parent = array("q")     # per state index: the parent's index, -1 for an initial state
-        self.label = []              # per state index: the label (the init index for an initial state)
-        self.frontier: List = []
-        self.frontier_idx = np.zeros(0, dtype=np.int64)
+        self.parent = array("I")
+        self.frontier: List[Tuple[bytes, np.ndarray, np.ndarray]] = []
 
     def violations(self, s) -> int:
         bits = 0
@@ -103,31 +113,33 @@ class _Search:
                 bits |= 1 << i
         return bits
 
-    def expand(self, span: Tuple[int, int], remote: bool = False):
-        """Successors of frontier[start:end] not visited in earlier levels, first occurrences only,
-        in order: (positions among all successors, parent positions, fingerprints, violation bits,
-        [(label, state)]) and the chunk's count of successors."""
-        start, end = span
-        successors, canon, frontier = self.model.successors, self.canon, self.frontier
-        fps, labels, states, ends = [], [], [], []
-        for p in range(start, end):
-            for label, t in successors(frontier[p]):
-                if canon is not None:
-                    t = canon(t)
-                fps.append(hash(t))
-                labels.append(label)
-                states.append(t)
-            ends.append(len(fps))
+    def expand(self, task: Tuple[int, int]):
+        """Successors of the frontier chunks ``first..last-1`` not visited in earlier levels, first
+        occurrences only, in order: (their positions among all successors, their parents' indices,
+        fingerprints, violation bits, the pickled states in pieces of at most CHUNK) and the count
+        of successors, with this process's peak RSS and pid."""
+        first, last = task
+        successors, canon = self.model.successors, self.canon
+        fps, states, ends, parents = [], [], [], []
+        for blob, keep, index in self.frontier[first:last]:
+            chunk = pickle.loads(blob)
+            for p, i in zip(keep.tolist(), index.tolist()):
+                for _, t in successors(chunk[p]):
+                    if canon is not None:
+                        t = canon(t)
+                    fps.append(hash(t))
+                    states.append(t)
+                ends.append(len(fps))
+                parents.append(i)
         n = len(fps)
         fp_arr = np.array(fps, dtype=np.int64).view(np.uint64)     # = fingerprint(t)
         pos = np.flatnonzero(self.table.first_unseen(fp_arr))
-        ppos = np.repeat(np.arange(start, end, dtype=np.int64), np.diff(np.array([0] + ends)))[pos]
-        kept = [(labels[i], states[i]) for i in pos.tolist()]
-        viol = np.array([self.violations(t) for _, t in kept], dtype=np.int64)
-        out = (pos, ppos, fp_arr[pos], viol, kept, n)
-        if remote:
-            return pickle.dumps(out, protocol=pickle.HIGHEST_PROTOCOL), peak_rss_mb(), os.getpid()
-        return out
+        ppos = np.repeat(np.array(parents, dtype=np.uint32), np.diff(np.array([0] + ends)))[pos]
+        kept = [states[i] for i in pos.tolist()]
+        viol = np.array([self.violations(t) for t in kept], dtype=np.int64)
+        blobs = [pickle.dumps(kept[i:i + CHUNK], protocol=pickle.HIGHEST_PROTOCOL)
+                 for i in range(0, len(kept), CHUNK)]
+        return pos, ppos, fp_arr[pos], viol, blobs, n, peak_rss_mb(), os.getpid()
 
 
 _ACTIVE: Optional[_Search] = None     # the search a forked worker expands
@@ -137,12 +149,21 @@ class _MemoryLimit(Exception):
     pass
 
 
-def _expand_in_worker(span):
-    return _ACTIVE.expand(span, remote=True)
+def _expand_in_worker(task):
+    return _ACTIVE.expand(task)
 
 
-def _spans(n: int, size: int):
-    return [(i, min(i + size, n)) for i in range(0, n, size)]
+def _tasks(frontier) -> List[Tuple[int, int]]:
+    """Consecutive runs of frontier chunks of at least CHUNK states each (the last may be less)."""
+    tasks, first, size = [], 0, 0
+    for c, (_, keep, _) in enumerate(frontier):
+        size += len(keep)
+        if size >= CHUNK:
+            tasks.append((first, c + 1))
+            first, size = c + 1, 0
+    if first < len(frontier):
+        tasks.append((first, len(frontier)))
+    return tasks
 
 
 class CheckpointError(Exception):
@@ -150,6 +171,7 @@ class CheckpointError(Exception):
 
 
 CHECKPOINT_FILE = "bfs-checkpoint.pickle"
+CHECKPOINT_FORMAT = 2     # 2: packed frontier chunks, no labels
 
 
 def _run_key(model, order, symmetry) -> dict:
@@ -160,8 +182,8 @@ def _run_key(model, order, symmetry) -> dict:
 
 def _save_checkpoint(folder: str, key: dict, search: "_Search", counters: dict) -> None:
     """The search state at the end of a level, written atomically (a kill mid-write keeps the old one)."""
-    snap = {"key": key, "counters": counters, "table": search.table, "parent": search.parent,
-            "label": search.label, "frontier": search.frontier, "frontier_idx": search.frontier_idx}
+    snap = {"format": CHECKPOINT_FORMAT, "key": key, "counters": counters, "table": search.table,
+            "parent": search.parent, "frontier": search.frontier}
     tmp = os.path.join(folder, CHECKPOINT_FILE + ".tmp")
     with open(tmp, "wb") as f:
         pickle.dump(snap, f, protocol=pickle.HIGHEST_PROTOCOL)
@@ -187,6 +209,9 @@ def load_checkpoint(folder: str) -> dict:
         raise CheckpointError(f"cannot read the checkpoint {path}: {e}") from None
     if not isinstance(snap, dict) or "key" not in snap:
         raise CheckpointError(f"{path} is not an hwcheck checkpoint")
+    if snap.get("format", 1) != CHECKPOINT_FORMAT:
+        raise CheckpointError(f"{path} was written by another version of hwcheck "
+                              f"(format {snap.get('format', 1)}, this one reads {CHECKPOINT_FORMAT}); start the run again")
     return snap
 
 
@@ -239,8 +264,7 @@ def bfs(model, *, max_depth: Optional[int] = None, all_invariants: bool = False,
     if resume is not None:
         if resume["key"] != key:
             raise CheckpointError("the checkpoint is of another run: " + _differences(resume["key"], key))
-        search.table, search.parent, search.label = resume["table"], resume["parent"], resume["label"]
-        search.frontier, search.frontier_idx = resume["frontier"], resume["frontier_idx"]
+        search.table, search.parent, search.frontier = resume["table"], resume["parent"], resume["frontier"]
         c = resume["counters"]
         generated, distinct, depth, found = c["generated"], c["distinct"], c["depth"], dict(c["found"])
     table = search.table
@@ -255,9 +279,7 @@ def bfs(model, *, max_depth: Optional[int] = None, all_invariants: bool = False,
             new = table.add_new(fps)
             distinct_base = 0
             new_pos = np.flatnonzero(new)
-            for i in new_pos.tolist():
-                search.parent.append(-1)
-                search.label.append(i)
+            search.parent.extend([ROOT] * len(new_pos))
             viol = np.array([search.violations(init_states[i]) for i in new_pos.tolist()], dtype=np.int64)
             hit = record(viol)
             if hit is not None:
@@ -266,33 +288,30 @@ def bfs(model, *, max_depth: Optional[int] = None, all_invariants: bool = False,
                 distinct = hit + 1
             else:
                 generated, distinct = len(init_states), len(new_pos)
-            search.frontier = [init_states[i] for i in new_pos.tolist()]
-            search.frontier_idx = np.arange(len(search.frontier), dtype=np.int64)
+            kept = [init_states[i] for i in new_pos.tolist()]
+            search.frontier = [(pickle.dumps(kept, protocol=pickle.HIGHEST_PROTOCOL),
+                                np.arange(len(kept), dtype=np.uint32), np.arange(len(kept), dtype=np.uint32))]
 
         while search.frontier and not stop:
             if max_depth is not None and depth >= max_depth:
                 complete = False
                 break
-            next_frontier: List = []
-            next_idx: List[np.ndarray] = []
-            spans = _spans(len(search.frontier), CHUNK)
+            next_frontier: List[Tuple[bytes, np.ndarray, np.ndarray]] = []
+            queued = 0
+            tasks = _tasks(search.frontier)
             pool = None
-            if workers > 1 and len(search.frontier) >= PARALLEL_LEVEL:
+            if workers > 1 and sum(len(keep) for _, keep, _ in search.frontier) >= PARALLEL_LEVEL:
                 import multiprocessing
                 _ACTIVE = search
                 rss_at_fork = peak_rss_mb()
                 pool = multiprocessing.get_context("fork").Pool(workers)
-                results = pool.imap(_expand_in_worker, _spans(len(search.frontier), max(256, min(
-                    CHUNK, len(search.frontier) // (4 * workers)))))
+                results = pool.imap(_expand_in_worker, tasks)
             else:
-                results = (search.expand(span) for span in spans)
+                results = (search.expand(task) for task in tasks)
             try:
-                for res in results:
+                for pos, ppos, fps, viol, blobs, n, rss, pid in results:
                     if pool is not None:
-                        blob, rss, pid = res
                         worker_rss[pid] = max(worker_rss.get(pid, 0.0), rss)
-                        res = pickle.loads(blob)
-                    pos, ppos, fps, viol, kept, n = res
                     fresh = table.add_new(fps, distinct=True)
                     distinct_base = distinct
                     fresh_pos = np.flatnonzero(fresh)
@@ -304,12 +323,14 @@ def bfs(model, *, max_depth: Optional[int] = None, all_invariants: bool = False,
                     else:
                         generated += n
                     distinct += len(fresh_pos)
-                    search.parent.extend(search.frontier_idx[ppos[fresh_pos]].tolist())
-                    for i in fresh_pos.tolist():
-                        label, t = kept[i]
-                        search.label.append(label)
-                        next_frontier.append(t)
-                    next_idx.append(np.arange(distinct_base, distinct, dtype=np.int64))
+                    search.parent.frombytes(ppos[fresh_pos].tobytes())
+                    index = np.arange(distinct_base, distinct, dtype=np.uint32)
+                    piece = fresh_pos // CHUNK
+                    for b, blob in enumerate(blobs):
+                        mine = piece == b
+                        if mine.any():
+                            next_frontier.append((blob, (fresh_pos[mine] - b * CHUNK).astype(np.uint32), index[mine]))
+                    queued += len(fresh_pos)
                     if stop:
                         break
                     if max_rss_mb is not None and peak_rss_mb() > max_rss_mb:
@@ -318,7 +339,7 @@ def bfs(model, *, max_depth: Optional[int] = None, all_invariants: bool = False,
                         now = time.monotonic()
                         if now - last_report >= progress_every:
                             last_report = now
-                            progress({"depth": depth + 1, "distinct": distinct, "queue": len(next_frontier),
+                            progress({"depth": depth + 1, "distinct": distinct, "queue": queued,
                                       "generated": generated, "elapsed": now - start})
             finally:
                 if pool is not None:
@@ -327,7 +348,6 @@ def bfs(model, *, max_depth: Optional[int] = None, all_invariants: bool = False,
                     _ACTIVE = None
             depth += 1 if (next_frontier or stop) else 0
             search.frontier = next_frontier
-            search.frontier_idx = np.concatenate(next_idx) if next_idx else np.zeros(0, dtype=np.int64)
             if checkpoint is not None and search.frontier and not stop:
                 _save_checkpoint(checkpoint, key, search, {"generated": generated, "distinct": distinct,
                                                            "depth": depth, "found": found})
@@ -354,23 +374,22 @@ def bfs(model, *, max_depth: Optional[int] = None, all_invariants: bool = False,
 
 
 def _trace(model, search: _Search, canon, idx: int, invariant: str) -> Trace:
-    """The concrete trace to the state of index ``idx``: labels from the parent chain, replayed
-    from the initial state; under symmetry each step takes the successor whose canonical state
-    has the next index on the chain (the stored label first: it is right when no renaming
-    intervened)."""
-    chain = []
-    while search.parent[idx] != -1:
-        chain.append(idx)
-        idx = search.parent[idx]
+    """The concrete trace to the state of index ``idx``: the parent chain's indices, then from the
+    initial state of the chain's first index, at each step the first successor whose (canonical)
+    fingerprint has the next index on the chain. Without symmetry that is the edge the search took
+    first; under symmetry the trace stays on concrete states (renamings are not undone)."""
+    chain = [idx]
+    while search.parent[chain[-1]] != ROOT:
+        chain.append(search.parent[chain[-1]])
     chain.reverse()
-    states = [model.init_states()[search.label[idx]]]
+
+    def index(s):
+        return search.table.index_of(fingerprint(canon(s) if canon is not None else s))
+
+    states = [next(s for s in model.init_states() if index(s) == chain[0])]
     labels = []
-    for target in chain:
-        s, label = states[-1], search.label[target]
-        t = model.step(s, label)
-        if canon is not None and (t is None or search.table.index_of(fingerprint(canon(t))) != target):
-            label, t = next((lb, u) for lb, u in model.successors(s)
-                            if search.table.index_of(fingerprint(canon(u))) == target)
+    for target in chain[1:]:
+        label, t = next((lb, u) for lb, u in model.successors(states[-1]) if index(u) == target)
         states.append(t)
         labels.append(label)
     return Trace(states, labels, invariant)

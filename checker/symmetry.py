@@ -16,6 +16,7 @@ least element. Breadth-first search over representatives visits one state per cl
 
 from __future__ import annotations
 
+import functools
 import itertools
 from typing import Callable, Optional, Tuple
 
@@ -43,6 +44,7 @@ def rename_state(s: State, perm: Perm) -> State:
     (Replica.leader, ISR bitmasks, remote_leo order, the controller, inflight order and the
     peer of each message)."""
     n = len(perm)
+    mask = _mask_table(perm)
     reps = [None] * n
     inflight = [()] * n
     for r, rep in enumerate(s.replicas):
@@ -53,13 +55,13 @@ def rename_state(s: State, perm: Perm) -> State:
                 moved[perm[f]] = v
             remote = tuple(moved)
         leader = rep.leader if rep.leader == UNDEFINED else perm[rep.leader]
-        reps[perm[r]] = Replica(rep.alive, rep.role, rep.leader_epoch, leader, _mask(rep.isr, perm), rep.log,
+        reps[perm[r]] = Replica(rep.alive, rep.role, rep.leader_epoch, leader, mask[rep.isr], rep.log,
                                 rep.hw, rep.flushed, rep.epoch_cache, rep.truncating, remote)
         msg = s.inflight[r]
         inflight[perm[r]] = (msg[0], perm[msg[1]]) + msg[2:] if msg else ()
     c = s.controller
     leader = c.leader if c.leader == UNDEFINED else perm[c.leader]
-    return State(tuple(reps), type(c)(leader, c.epoch, _mask(c.isr, perm)), tuple(inflight), s.history)
+    return State(tuple(reps), type(c)(leader, c.epoch, mask[c.isr]), tuple(inflight), s.history)
 
 
 def _design_keys(s: State) -> list:
@@ -81,29 +83,36 @@ def rename_tla_state(s: TlaState, perm: Perm) -> TlaState:
     move, and every leader and ISR in replica states, requests and the quorum state is renamed
     (requests stay ordered by their epochs, which renaming does not touch)."""
     n = len(perm)
-
-    def who(r):
-        return r if r == NONE else perm[r]
-
+    who = perm + (NONE,)          # who[NONE] = who[-1] = NONE
+    mask = _mask_table(perm)
     logs, states = [None] * n, [None] * n
-    for r in range(n):
-        rs = s.replica_state[r]
-        logs[perm[r]] = s.replica_log[r]
-        states[perm[r]] = ReplicaState(rs.hw, rs.leader_epoch, who(rs.leader), _mask(rs.isr, perm))
+    for r, rs in enumerate(s.replica_state):
+        p = perm[r]
+        logs[p] = s.replica_log[r]
+        states[p] = ReplicaState(rs.hw, rs.leader_epoch, who[rs.leader], mask[rs.isr])
     q = s.quorum_state
     return TlaState(tuple(logs), tuple(states), s.next_record_id, s.next_leader_epoch,
-                    tuple(QuorumState(x.leader_epoch, who(x.leader), _mask(x.isr, perm))
-                          for x in s.leader_and_isr_requests),
-                    QuorumState(q.leader_epoch, who(q.leader), _mask(q.isr, perm)))
+                    tuple([QuorumState(x.leader_epoch, who[x.leader], mask[x.isr])
+                           for x in s.leader_and_isr_requests]),
+                    QuorumState(q.leader_epoch, who[q.leader], mask[q.isr]))
+
+
+@functools.lru_cache(maxsize=None)
+def _mask_table(perm: Perm) -> Tuple[int, ...]:
+    """Every replica set (bitmask) renamed by ``perm``, indexed by the set."""
+    return tuple(_mask(m, perm) for m in range(1 << len(perm)))
 
 
 def _tla_keys(s: TlaState) -> list:
     q = s.quorum_state
+    requests = s.leader_and_isr_requests
     keys = []
     for r, rs in enumerate(s.replica_state):
+        asked = 0                 # per request (in epoch order): is r its leader, is r in its ISR
+        for x in requests:
+            asked = asked << 2 | (x.leader == r) << 1 | (x.isr >> r & 1)
         keys.append((s.replica_log[r], rs.hw, rs.leader_epoch, rs.leader == r, rs.leader == NONE,
-                     q.leader == r, q.isr >> r & 1,
-                     tuple((x.leader == r, x.isr >> r & 1) for x in s.leader_and_isr_requests)))
+                     q.leader == r, q.isr >> r & 1, asked))
     return keys
 
 
@@ -134,9 +143,24 @@ def _candidates(keys: list):
 
 def _canonical_with(rename, keys_of):
     def canonical(s) -> Tuple[object, Perm]:
+        keys = keys_of(s)
+        n = len(keys)
+        order = sorted(range(n), key=keys.__getitem__)
+        prev, ties = keys[order[0]], False
+        for r in order[1:]:
+            if keys[r] == prev:
+                ties = True
+                break
+            prev = keys[r]
+        if not ties:                    # all keys differ: one candidate
+            perm = [0] * n
+            for name, r in enumerate(order):
+                perm[r] = name
+            perm = tuple(perm)
+            return (s if order == list(range(n)) else rename(s, perm)), perm
         best, best_perm = None, None
-        for perm in _candidates(keys_of(s)):
-            t = s if perm == tuple(range(len(perm))) else rename(s, perm)
+        for perm in _candidates(keys):
+            t = s if perm == tuple(range(n)) else rename(s, perm)
             if best is None or t < best:
                 best, best_perm = t, perm
         return best, best_perm

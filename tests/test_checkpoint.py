@@ -1,6 +1,7 @@
 """--checkpoint / --resume: a run killed mid-way and resumed reaches the uninterrupted verdict and
 counts; --max-memory stops a search that outgrows memory, saying what it covered."""
 
+import pickle
 import signal
 import subprocess
 import sys
@@ -58,6 +59,12 @@ def test_resume_refuses_another_runs_checkpoint_and_garbage(tmp_path):
     bfs(Model(Config(mode="epoch", records=1)), max_depth=4, checkpoint=str(tmp_path))
     proc = run_cli("verify", "--mode=epoch", "--records=2", "--resume", tmp_path)
     assert proc.returncode == 2 and "another run: records=1 (this run: 2)" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+    snap = load_checkpoint(str(tmp_path))
+    del snap["format"]                                 # as written by the first checkpoint format
+    (tmp_path / CHECKPOINT_FILE).write_bytes(pickle.dumps(snap))
+    proc = run_cli("verify", "--mode=epoch", "--records=1", "--resume", tmp_path)
+    assert proc.returncode == 2 and "written by another version of hwcheck (format 1" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
     (tmp_path / CHECKPOINT_FILE).write_bytes(b"not a pickle")
     proc = run_cli("verify", "--mode=epoch", "--resume", tmp_path)

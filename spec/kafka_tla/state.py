@@ -60,13 +60,10 @@ def members(mask: int) -> Tuple[int, ...]:
     >>> members(0b110)
     (1, 2)
     """
-    out, r = [], 0
-    while mask:
-        if mask & 1:
-            out.append(r)
-        mask >>= 1
-        r += 1
-    return tuple(out)
+    return _MEMBERS[mask] if mask < len(_MEMBERS) else tuple(r for r in range(mask.bit_length()) if mask >> r & 1)
+
+
+_MEMBERS = tuple(tuple(r for r in range(5) if m >> r & 1) for m in range(1 << 5))   # every set of <= 5 replicas
 
 
 def initial_state(replicas: int, log_size: int) -> State:

@@ -1,19 +1,22 @@
-"""hwcheck's performance benchmark (issue 8): one table, every row in a fresh process.
+"""hwcheck's performance benchmark (issue 8): one table, every row in a fresh process, then the
+issue's four targets checked against the figures of this run.
 
     python benchmarks/run.py                 # every row: (symmetry off/on) x (1, 2 workers)
     python benchmarks/run.py --skip-large    # without the ~10-million-state kafka-tla kip320 3-replica row
     python benchmarks/run.py --rows epoch,hw --workers 1
 
 Columns: distinct and generated states, wall and CPU seconds (CPU includes worker processes),
-distinct states per wall second, peak RSS (MB, worker processes' own growth added), and bytes
-per visited state = (peak RSS - RSS after imports) / distinct states.
+distinct states per wall second, peak RSS (MB, worker processes' own growth added), bytes per
+visited state = (peak RSS - RSS after imports) / distinct states, and, on the reference-model
+rows, hwcheck's wall time over TLC's (TLC without symmetry, the figure TLA+ users get today).
 
 TLC: set TLC_JAR to tla2tools.jar and TLC_SPECS to a checkout of
-github.com/hachikuji/kafka-specification to run TLC (2 workers) on the reference-model rows
-beside hwcheck (never commit either). Without them the issue's TLC figures are quoted as the
-reference: Kip279, 2 replicas, LogSize 2, MaxRecords 2, MaxLeaderEpoch 3: 53,099 distinct,
-152,513 generated, ~7 s wall with 2 workers (JVM start included); 3 replicas: ~75,000 generated
-states per second, from which the kip320 3-replica time is estimated (marked ~).
+github.com/hachikuji/kafka-specification to run TLC (2 workers, JVM start included) on the
+reference-model rows in this run, with and without TLC's own SYMMETRY (never commit either; the
+script writes its .cfg and a one-line wrapper module into TLC_SPECS). Without them the issue's
+TLC figures are quoted instead: Kip279, 2 replicas, LogSize 2, MaxRecords 2, MaxLeaderEpoch 3:
+53,099 distinct, 152,513 generated, ~7 s wall; 3 replicas: ~75,000 generated states per second,
+from which the kip320 3-replica time is estimated (marked ~).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import subprocess
 import sys
 import time
@@ -33,7 +37,7 @@ ROWS = {
                "2 replicas, LogSize 2, MaxRecords 2, MaxLeaderEpoch 3"),
     "kip320-3": ("kafka-tla", {"mode": "kip320", "replicas": 3}, "3 replicas, LogSize 2, MaxRecords 2, MaxLeaderEpoch 3"),
 }
-TLC_QUOTED = {"kip279": {"distinct": 53_099, "generated": 152_513, "wall": 7.0, "note": "issue 8"}}
+TLC_QUOTED = {"kip279": {"distinct": 53_099, "generated": 152_513, "wall": 7.0, "rss": None, "how": "quoted"}}
 TLC_RATE_3_REPLICAS = 75_000   # generated states per second (issue 8)
 TLC_MODULES = {"kip279": "Kip279", "kip320-3": "Kip320"}
 
@@ -59,28 +63,40 @@ def run_hwcheck(family, config, symmetry, workers) -> dict:
     return json.loads(out.strip().splitlines()[-1])
 
 
-def run_tlc(row: str, config: dict):
+def run_tlc(row: str, config: dict, symmetry: bool):
     """TLC's figures on a reference-model row, or None when TLC_JAR / TLC_SPECS are not set."""
     jar, specs = os.environ.get("TLC_JAR"), os.environ.get("TLC_SPECS")
     if not (jar and specs) or row not in TLC_MODULES:
         return None
     module = TLC_MODULES[row]
+    if symmetry:      # SYMMETRY needs an operator: a wrapper module defines it over the spec
+        wrapper = f"HwcheckBench{module}Sym"
+        with open(os.path.join(specs, f"{wrapper}.tla"), "w") as f:
+            f.write(f"---- MODULE {wrapper} ----\nEXTENDS {module}, TLC\n"
+                    f"ReplicaPerms == Permutations(Replicas)\n====\n")
+        module = wrapper
     replicas = ", ".join(f"r{i}" for i in range(config["replicas"]))
     cfg = (f"CONSTANTS\n  Replicas = {{{replicas}}}\n  LogSize = {config.get('log_size', 2)}\n"
            f"  MaxRecords = {config.get('max_records', 2)}\n  MaxLeaderEpoch = {config.get('max_leader_epoch', 3)}\n"
-           f"  None = None\n  Nil = Nil\nINIT Init\nNEXT Next\nINVARIANT StrongIsr\n")
+           f"  None = None\nINIT Init\nNEXT Next\nINVARIANT StrongIsr\nCHECK_DEADLOCK FALSE\n"
+           + ("SYMMETRY ReplicaPerms\n" if symmetry else ""))
     path = os.path.join(specs, f"hwcheck-bench-{module}.cfg")
     with open(path, "w") as f:
         f.write(cfg)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.monotonic()
-    out = subprocess.run(["java", "-XX:+UseParallelGC", "-cp", jar, "tlc2.TLC", "-workers", "2", "-config", path,
-                          f"{module}.tla"], cwd=specs, capture_output=True, text=True).stdout
+    proc = subprocess.run(["java", "-XX:+UseParallelGC", "-cp", jar, "tlc2.TLC", "-workers", "2", "-config", path,
+                           "-metadir", os.path.join(specs, "states", "hwcheck-bench"), f"{module}.tla"],
+                          cwd=specs, capture_output=True, text=True)
     wall = time.monotonic() - t0
-    m = re.search(r"([\d,]+) states generated, ([\d,]+) distinct states found", out)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    m = re.search(r"([\d,]+) states generated, ([\d,]+) distinct states found", proc.stdout)
     if not m:
-        return None
+        sys.exit(f"run.py: TLC printed no state counts on {row}:\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
     return {"generated": int(m.group(1).replace(",", "")), "distinct": int(m.group(2).replace(",", "")),
-            "wall": wall, "note": "measured"}
+            "wall": wall, "cpu": (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime),
+            "rss": after.ru_maxrss / 1024.0, "how": "measured",
+            "verdict": "violated" if "is violated" in proc.stdout else "holds"}
 
 
 def main() -> None:
@@ -96,50 +112,87 @@ def main() -> None:
         sys.exit(f"run.py: unknown row {unknown[0]!r}; choose from {', '.join(ROWS)}")
     workers = [int(w) for w in args.workers.split(",")]
     symmetries = [s == "on" for s in args.symmetry.split(",")]
-    header = ["model", "mode", "bounds", "sym", "w", "verdict", "distinct", "generated", "wall s", "CPU s",
-              "states/s", "RSS MB", "B/state", "TLC wall s", "hwcheck/TLC"]
-    table = []
-    notes = []
+    header = ["checker", "model", "mode", "bounds", "sym", "w", "verdict", "distinct", "generated", "wall s",
+              "CPU s", "states/s", "RSS MB", "B/state", "vs TLC"]
+    table, notes, runs, tlcs = [], [], {}, {}
     load = os.getloadavg()[0]
+
+    def add(checker, family, mode, bounds, symmetry, w, r, tlc=None):
+        verdict = r["verdict"] + (f" ({r['steps']} steps)" if r.get("steps") else "")
+        rss = r.get("rss")
+        per_state = "" if rss is None or "base" not in r else f"{(rss - r['base']) * 2**20 / max(r['distinct'], 1):.0f}"
+        ratio = "" if tlc is None else ("~" if tlc["how"] == "estimated" else "") + f"{r['wall'] / tlc['wall']:.2f}"
+        table.append([checker, family, mode, bounds, "on" if symmetry else "off", str(w), verdict, f"{r['distinct']:,}",
+                      f"{r['generated']:,}", ("~" if r.get("how") == "estimated" else "") + f"{r['wall']:.1f}",
+                      "" if r.get("cpu") is None else f"{r['cpu']:.1f}",
+                      f"{r['distinct'] / r['wall']:,.0f}", "" if rss is None else f"{rss:.0f}", per_state, ratio])
+        print("  ".join(table[-1]), file=sys.stderr, flush=True)
+
     for row in rows:
         family, config, bounds = ROWS[row]
-        tlc = run_tlc(row, config) if family == "kafka-tla" else None
-        if family == "kafka-tla" and tlc is None:
-            tlc = TLC_QUOTED.get(row)
+        tlc = None
+        if family == "kafka-tla":
+            for symmetry in symmetries:
+                t = run_tlc(row, config, symmetry)
+                if t is not None:
+                    add("TLC", family, config["mode"], bounds, symmetry, 2, t)
+                    tlc = t if not symmetry else tlc
+            if tlc is None and row in TLC_QUOTED:
+                tlc = TLC_QUOTED[row]
+                notes.append(f"TLC on {row}: not run (TLC_JAR/TLC_SPECS unset); issue 8's figures quoted "
+                             f"({tlc['distinct']:,} distinct, {tlc['generated']:,} generated, ~{tlc['wall']:.0f} s)")
         for symmetry in symmetries:
             for w in workers:
                 r = run_hwcheck(family, config, symmetry, w)
-                verdict = r["verdict"] + (f" ({r['steps']} steps)" if r["steps"] else "")
-                tlc_wall, ratio = "", ""
-                if tlc is not None:
-                    tlc_wall = f"{tlc['wall']:.1f}"
-                    ratio = f"{r['wall'] / tlc['wall']:.2f}"
-                elif row == "kip320-3" and not symmetry:
-                    est = r["generated"] / TLC_RATE_3_REPLICAS
-                    tlc_wall, ratio = f"~{est:.0f}", f"~{r['wall'] / est:.2f}"
-                elif row == "kip320-3":
-                    tlc_wall = "see sym=off"
-                table.append([family, config["mode"], bounds, "on" if symmetry else "off", str(w), verdict,
-                              f"{r['distinct']:,}", f"{r['generated']:,}", f"{r['wall']:.1f}", f"{r['cpu']:.1f}",
-                              f"{r['distinct'] / r['wall']:,.0f}", f"{r['rss']:.0f}",
-                              f"{(r['rss'] - r['base']) * 2**20 / max(r['distinct'], 1):.0f}", tlc_wall, ratio])
-                print("  ".join(table[-1]), file=sys.stderr, flush=True)
-        if family == "kafka-tla":
-            if tlc is not None and tlc.get("note") == "measured":
-                notes.append(f"TLC on {row}: measured in this run ({tlc['distinct']:,} distinct, "
-                             f"{tlc['generated']:,} generated)")
-            elif tlc is not None:
-                notes.append(f"TLC on {row}: not run (TLC_JAR/TLC_SPECS unset); issue 8's figures quoted "
-                             f"({tlc['distinct']:,} distinct, {tlc['generated']:,} generated, ~{tlc['wall']:.0f} s)")
-            else:
-                notes.append(f"TLC on {row}: not run; time estimated from issue 8's ~75,000 generated states/s "
-                             "on 3 replicas (~)")
+                runs[(row, symmetry, w)] = r
+                if family == "kafka-tla" and tlc is None and not symmetry:      # the 3-replica estimate
+                    tlc = {"wall": r["generated"] / TLC_RATE_3_REPLICAS, "how": "estimated"}
+                    notes.append(f"TLC on {row}: not run; time estimated as hwcheck's generated states / issue "
+                                 f"8's ~75,000 generated states/s on 3 replicas (~{tlc['wall']:.0f} s)")
+                add("hwcheck", family, config["mode"], bounds, symmetry, w, r, tlc)
+        if tlc is not None:
+            tlcs[row] = tlc
     widths = [max(len(x[c]) for x in [header] + table) for c in range(len(header))]
     print(f"hwcheck benchmark: {os.cpu_count()} cores, load average {load:.1f} at start, Python {sys.version.split()[0]}")
     for line in [header, ["-" * w for w in widths]] + table:
         print("  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip())
     for note in notes:
         print("note:", note)
+    for line in targets(runs, tlcs, max(workers)):
+        print("target:", line)
+
+
+def targets(runs: dict, tlcs: dict, w: int) -> list:
+    """Issue 8's four targets, judged on this run's figures (each line says met / NOT met)."""
+    out = []
+
+    def verdict(ok):
+        return "met" if ok else "NOT met"
+
+    tlc, r = tlcs.get("kip279"), runs.get(("kip279", False, w))
+    if tlc and r:
+        ratio = r["wall"] / tlc["wall"]
+        same = r["distinct"] == tlc["distinct"]
+        out.append(f"kip279, no symmetry, {w} workers: hwcheck/TLC wall = {ratio:.2f} (<= 1.0), distinct "
+                   f"{r['distinct']:,} vs TLC {tlc['distinct']:,}: {verdict(ratio <= 1.0 and same)}"
+                   + (" (TLC quoted)" if tlc["how"] == "quoted" else ""))
+    tlc, r = tlcs.get("kip320-3"), runs.get(("kip320-3", True, w))
+    if tlc and r:
+        speedup = tlc["wall"] / r["wall"]
+        out.append(f"kip320 3 replicas, --symmetry, {w} workers: {speedup:.1f}x faster than TLC (>= 3x): "
+                   f"{verdict(speedup >= 3)}" + (" (TLC estimated)" if tlc["how"] == "estimated" else ""))
+    for (row, symmetry, workers), r in sorted(runs.items(), key=str):
+        if r["distinct"] >= 9_000_000:
+            per_state = (r["rss"] - r["base"]) * 2**20 / r["distinct"]
+            out.append(f"{row}, symmetry {'on' if symmetry else 'off'}, {workers} workers, {r['distinct']:,} states: "
+                       f"{per_state:.0f} bytes per visited state (<= 64): {verdict(per_state <= 64)}")
+    for (row, symmetry, workers), r in sorted(runs.items(), key=str):
+        two = runs.get((row, symmetry, 2))
+        if workers == 1 and two and r["distinct"] >= 1_000_000:
+            speedup = r["wall"] / two["wall"]
+            out.append(f"{row}, symmetry {'on' if symmetry else 'off'}, {r['distinct']:,} states: 2 workers "
+                       f"{speedup:.2f}x one worker (>= 1.6): {verdict(speedup >= 1.6)}")
+    return out
 
 
 if __name__ == "__main__":

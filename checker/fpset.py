@@ -20,6 +20,7 @@ import numpy as np
 
 _MIX = np.uint64(0x9E3779B97F4A7C15)   # Fibonacci hashing spreads the slots over the table
 _EMPTY_STAND_IN = np.uint64(0x5BD1E9955BD1E995)  # the fingerprint 0 is stored as this one
+_GROW_BLOCK = 1 << 16
 
 
 class FingerprintSet:
@@ -41,12 +42,16 @@ class FingerprintSet:
             return ((fps * _MIX) >> np.uint64(64 - self.bits)).astype(np.int64)
 
     def _grow(self) -> None:
-        used = self.keys != 0
-        keys, vals = self.keys[used], self.vals[used]
+        """Double the table, moving the entries a block at a time: besides the two tables, the
+        move needs memory for one block only."""
+        old_keys, old_vals = self.keys, self.vals
         self.bits += 1
         self.keys = np.zeros(1 << self.bits, dtype=np.uint64)
         self.vals = np.zeros(1 << self.bits, dtype=np.uint32)
-        self._place(keys, vals)
+        for start in range(0, len(old_keys), _GROW_BLOCK):
+            keys = old_keys[start:start + _GROW_BLOCK]
+            used = keys != 0
+            self._place(keys[used], old_vals[start:start + _GROW_BLOCK][used])
 
     def _place(self, fps: np.ndarray, vals: np.ndarray) -> np.ndarray:
         """Insert fingerprints not yet in the table (distinct among themselves), each with its value;

@@ -5,6 +5,7 @@ import pytest
 from click.testing import CliRunner
 
 import hwcheck.checker.bfs as bfs_module
+import hwcheck.checker.fpset as fpset_module
 from hwcheck.checker.bfs import bfs
 from hwcheck.checker.fpset import FingerprintSet
 from hwcheck.checker.symmetry import canonicalizer
@@ -67,7 +68,9 @@ def test_two_workers_give_the_results_of_one(model, symmetry, monkeypatch):
         assert [t.labels for t in one.violations] == [t.labels for t in two.violations]
 
 
-def test_fingerprint_set_agrees_with_a_python_set_through_growth():
+@pytest.mark.parametrize("block", [1 << 16, 3], ids=["one-block", "3-slot-blocks"])
+def test_fingerprint_set_agrees_with_a_python_set_through_growth(block, monkeypatch):
+    monkeypatch.setattr(fpset_module, "_GROW_BLOCK", block)     # growth moves the entries block by block
     rng = np.random.default_rng(7)
     table, seen = FingerprintSet(bits=4), {}
     for _ in range(30):
@@ -83,6 +86,18 @@ def test_fingerprint_set_agrees_with_a_python_set_through_growth():
     assert len(table) == len(seen) and table.bits > 4
     assert all(table.index_of(fp) == i for fp, i in seen.items())
     assert table.index_of(5001) is None
+
+
+@pytest.mark.parametrize("model", [MODELS[0], MODELS[5], MODELS[11]], ids=["hw", "epoch-unclean", "tla-kip320"])
+def test_small_frontier_chunks_give_the_results_of_large_ones(model, monkeypatch):
+    """CHUNK sets how many states a task expands and how many a pickled frontier piece holds;
+    with 5, tasks are many and most outputs are cut into several pieces."""
+    big = bfs(model, all_invariants=True)
+    monkeypatch.setattr(bfs_module, "CHUNK", 5)
+    small = bfs(model, all_invariants=True)
+    assert (big.verdict, big.distinct_states, big.generated_states, big.depth) == \
+           (small.verdict, small.distinct_states, small.generated_states, small.depth)
+    assert [t.labels for t in big.violations] == [t.labels for t in small.violations]
 
 
 def test_cli_symmetry_and_workers(tmp_path):

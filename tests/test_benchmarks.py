@@ -1,0 +1,51 @@
+"""benchmarks/run.py: the table it prints and how it judges issue 8's targets."""
+
+import importlib.util
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RUN = os.path.join(ROOT, "benchmarks", "run.py")
+
+
+def load_run():
+    spec = importlib.util.spec_from_file_location("bench_run", RUN)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_table_has_one_row_per_cell_with_the_checkers_figures():
+    env = {k: v for k, v in os.environ.items() if k not in ("TLC_JAR", "TLC_SPECS")}
+    out = subprocess.run([sys.executable, RUN, "--rows", "hw", "--workers", "1,2", "--symmetry", "off"],
+                         capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr
+    rows = [line for line in out.stdout.splitlines() if line.split()[:2] == ["hwcheck", "design"]]
+    assert len(rows) == 2
+    for line, workers in zip(rows, ("1", "2")):
+        cells = line.split()
+        assert cells[:6] == ["hwcheck", "design", "hw", "defaults,", "to", "counterexample"]
+        assert cells[6:8] == ["off", workers] and "violated (10 steps)" in line and "6,531" in line
+
+
+def test_targets_are_judged_on_the_figures_given():
+    run = load_run()
+    tlc = {"kip279": {"wall": 5.0, "distinct": 53_099, "how": "measured"},
+           "kip320-3": {"wall": 600.0, "distinct": 9_985_570, "how": "measured"}}
+
+    def fig(wall, distinct, rss=100.0, base=30.0):
+        return {"wall": wall, "distinct": distinct, "rss": rss, "base": base}
+
+    runs = {("kip279", False, 2): fig(1.0, 53_099),
+            ("kip320-3", True, 2): fig(250.0, 1_665_204),                # 2.4x: short of 3x
+            ("kip320-3", False, 1): fig(400.0, 10_000_000, rss=30.0 + 10_000_000 * 60 / 2**20),
+            ("kip320-3", False, 2): fig(260.0, 10_000_000, rss=30.0 + 10_000_000 * 70 / 2**20)}
+    lines = run.targets(runs, tlc, 2)
+    assert lines[0].startswith("kip279") and lines[0].endswith(": met")
+    assert "2.4x faster than TLC" in lines[1] and lines[1].endswith("NOT met")
+    assert "60 bytes per visited state" in lines[2] and lines[2].endswith(": met")
+    assert "70 bytes per visited state" in lines[3] and lines[3].endswith("NOT met")
+    assert "2 workers 1.54x one worker" in lines[4] and lines[4].endswith("NOT met")
+    runs[("kip279", False, 2)] = fig(1.0, 53_098)                         # a count that differs fails
+    assert run.targets(runs, tlc, 2)[0].endswith("NOT met")

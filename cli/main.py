@@ -17,12 +17,12 @@ from hwcheck.checker.bfs import CHECKPOINT_FILE, CheckpointError, bfs, default_w
 from hwcheck.checker.gate import GateError, junit_xml, parse_gate, run_entry
 from hwcheck.checker.result import INTERRUPTED, VIOLATED
 from hwcheck.checker.trace import TraceError, differential, load_itf, replay as replay_trace, to_itf
-from hwcheck.spec import Config, ConfigError
+from hwcheck.spec import Config
 from hwcheck.spec.config import ACKS, MODE_ALIASES, MODES, RESPONSE_HW
 
 from . import jsonout
 from .html import first_breaks, render_html
-from .models import OTHER_MODES, build_model, model_options, settings_line, trace_table, with_options
+from .models import OTHER_MODES, build_model, configure, model_options, settings_line, trace_table, with_options
 from .progress import Progress, level as progress_level
 from .render import figures_line
 from .engines import ENGINES, engine_options, run_spark
@@ -63,11 +63,7 @@ def knob_options(fn):
 
 
 def make_config(**knobs) -> Config:
-    try:
-        cfg = Config(**knobs)
-    except ConfigError as e:
-        fail(str(e))
-    return cfg
+    return configure(Config, fail, **knobs)
 
 
 def check_writable(path: Path, force: bool) -> None:

@@ -66,23 +66,24 @@ def build_model(knobs: dict, only, fail):
                 fail(f"{_flag(name)} applies to --model {KAFKA_TLA} only")
         if knobs["mode"] in OTHER_MODES:
             fail(f"mode {knobs['mode']} belongs to --model {KAFKA_TLA}")
-        try:
-            cfg = Config(**knobs)
-        except ConfigError as e:
-            fail(str(e))
-        return Model(cfg)
+        return Model(configure(Config, fail, **knobs))
     for name in DESIGN_ONLY:
         if _given(ctx, name):
             fail(f"{_flag(name)} does not apply to --model {KAFKA_TLA} (its options: --mode --replicas "
                  f"--log-size --max-records --max-leader-epoch --invariant)")
     mode = knobs["mode"] if _given(ctx, "mode") else TLA_DEFAULTS.mode
+    return kafka_tla.Model(configure(kafka_tla.Config, fail, mode=mode, replicas=knobs["replicas"],
+                                     log_size=tla["log_size"], max_records=tla["max_records"],
+                                     max_leader_epoch=tla["max_leader_epoch"],
+                                     invariants=tuple(only) or TLA_DEFAULTS.invariants))
+
+
+def configure(config_cls, fail, **settings):
+    """``config_cls(**settings)``; a ConfigError becomes ``fail``'s one-line error."""
     try:
-        cfg = kafka_tla.Config(mode=mode, replicas=knobs["replicas"], log_size=tla["log_size"],
-                               max_records=tla["max_records"], max_leader_epoch=tla["max_leader_epoch"],
-                               invariants=tuple(only) or TLA_DEFAULTS.invariants)
+        return config_cls(**settings)
     except ConfigError as e:
         fail(str(e))
-    return kafka_tla.Model(cfg)
 
 
 # ---------------------------------------------------------------- rendering

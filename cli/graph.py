@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 
 import click
+from click.core import ParameterSource
 
 from hwcheck.checker.focus import focus as focus_trace, uninvolved
 from hwcheck.checker.graph import (DEFAULT_MAX_NODES, FORMATS, GraphTooLarge, counts, explore,
@@ -23,7 +24,7 @@ from hwcheck.spec.actions import ACTIONS
 
 from .main import (EXIT_HOLDS, EXIT_VIOLATION, check_writable, cli, fail, knob_options,
                    make_config, read_text, write_file)
-from .models import build_model
+from .models import DESIGN_ONLY, TLA_ONLY, build_model
 from .render import settings_line, trace_table
 
 REDUCTIONS = ("symmetry", "chains", "scc")
@@ -92,6 +93,13 @@ def graph(out, force, reductions, max_nodes, paths_only, **knobs):
 
 # ---------------------------------------------------------------- verify --liveness
 
+# what verify takes with --liveness: the design model's settings and where the lasso goes; every
+# other verify option given with it is refused, so an option added to verify later is refused too
+# until someone decides it applies
+LIVENESS_TAKES = frozenset({"liveness", "fair", "max_nodes", "model_family", "mode", "replicas", "out", "force",
+                            "quiet", "verbose"} | set(DESIGN_ONLY) | set(TLA_ONLY))
+
+
 def liveness_callback(fn):
     """verify's callback, taking over with --liveness."""
     @functools.wraps(fn)
@@ -100,9 +108,13 @@ def liveness_callback(fn):
             if fair:
                 fail("--fair applies only with --liveness")
             return fn(**kwargs)
-        if kwargs.get("max_depth") is not None or kwargs.get("all_invariants"):
-            fail("--max-depth and --all-invariants do not apply to --liveness")
-        return run_liveness(fair=fair, max_nodes=max_nodes, **kwargs)
+        ctx = click.get_current_context()
+        refused = [p.opts[0] for p in ctx.command.params if p.name not in LIVENESS_TAKES
+                   and ctx.get_parameter_source(p.name) in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)]
+        if refused:
+            fail(f"{', '.join(refused)} {'does' if len(refused) == 1 else 'do'} not apply to --liveness "
+                 "(it explores the whole state graph of the design model)")
+        return run_liveness(fair=fair, max_nodes=max_nodes, **{k: v for k, v in kwargs.items() if k in LIVENESS_TAKES})
     return wrapper
 
 
@@ -116,14 +128,7 @@ LIVENESS_OPTIONS = [
 ]
 
 
-def run_liveness(fair, max_nodes, engine, max_depth, all_invariants, only, out, force, quiet, verbose=False,
-                 depth=None, symmetry=False, workers=None, master=None, partitions=None, checkpoint=None,
-                 resume=None, max_memory=None, **knobs):
-    if engine != "bfs" or depth is not None or symmetry or workers or checkpoint or resume or max_memory:
-        fail("--liveness explores the whole state graph; it takes none of --engine, --depth, --symmetry, "
-             "--workers, --checkpoint, --resume, --max-memory")
-    if only:
-        fail("--invariant does not apply to --liveness (it checks the liveness properties)")
+def run_liveness(fair, max_nodes, out, force, quiet, verbose=False, **knobs):
     if knobs.get("model_family", "design") != "design":
         fail("--liveness applies to --model design only")
     model = build_model(knobs, (), fail)

@@ -3,8 +3,10 @@
 import itertools
 import json
 
+import click
 import networkx as nx
 import pytest
+from click.testing import CliRunner
 
 from hwcheck.checker.bfs import bfs
 from hwcheck.checker.focus import focus, replays_to
@@ -14,6 +16,8 @@ from hwcheck.checker.liveness import (PROPERTIES, check_liveness, lasso_to_itf, 
                                       replay_lasso)
 from hwcheck.checker.trace import TraceError, load_itf, replay, to_itf
 from hwcheck.spec import Config, Model
+
+from hwcheck.cli.main import cli
 
 from .conftest import ROOT, run_cli
 
@@ -223,6 +227,29 @@ def test_verify_liveness_writes_lassos_that_replay(tmp_path):
     bad = run_cli("replay", tmp_path / "bad.json")
     assert bad.returncode == 2 and "loop: 99 is not a state index" in bad.stderr
     assert run_cli("verify", "--liveness", "--max-depth=3").returncode == 2
+
+
+def _verify_options_liveness_does_not_take():
+    from hwcheck.cli.graph import LIVENESS_TAKES
+    from hwcheck.cli.main import verify
+    for p in verify.params:
+        if p.name in LIVENESS_TAKES or not isinstance(p, click.Option):
+            continue
+        if p.is_flag:
+            yield p.opts[0], [p.opts[0]]
+        else:
+            value = p.type.choices[-1] if isinstance(p.type, click.Choice) else "1"
+            yield p.opts[0], [p.opts[0], value]
+
+
+@pytest.mark.parametrize("flag,args", list(_verify_options_liveness_does_not_take()),
+                         ids=lambda x: x if isinstance(x, str) else "")
+def test_liveness_refuses_every_other_verify_option_in_one_line(flag, args):
+    """An allow-list, not a deny-list: an option added to verify later lands here and is refused."""
+    result = CliRunner().invoke(cli, ["verify", "--liveness", "--records", "1", "--crashes", "0", *args])
+    assert result.exit_code == 2, result.output
+    assert f"{flag} does not apply to --liveness" in result.output
+    assert len(result.output.strip().splitlines()) == 1
 
 
 # ------------------------------------------------------------------ focusing

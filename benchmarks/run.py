@@ -94,7 +94,8 @@ def run_tlc(row: str, config: dict, symmetry: bool):
         proc = subprocess.Popen(["java", "-XX:+UseParallelGC", "-cp", jar, "tlc2.TLC", "-workers", "2", "-config", path,
                                  "-metadir", os.path.join(specs, "states", "hwcheck-bench"), f"{module}.tla"],
                                 cwd=specs, stdout=out, stderr=subprocess.STDOUT, text=True)
-        _, _, usage = os.wait4(proc.pid, 0)          # this child's own CPU time and peak RSS
+        _, status, usage = os.wait4(proc.pid, 0)     # this child's own CPU time and peak RSS
+        proc.returncode = os.waitstatus_to_exitcode(status)
         wall = time.monotonic() - t0
         out.seek(0)
         stdout = out.read()

@@ -12,7 +12,6 @@ import json
 from pathlib import Path
 
 import click
-from click.core import ParameterSource
 
 from hwcheck.checker.focus import focus as focus_trace, uninvolved
 from hwcheck.checker.graph import (DEFAULT_MAX_NODES, FORMATS, GraphTooLarge, counts, explore,
@@ -24,7 +23,7 @@ from hwcheck.spec.actions import ACTIONS
 
 from .main import (EXIT_HOLDS, EXIT_VIOLATION, check_writable, cli, fail, knob_options,
                    make_config, read_text, write_file)
-from .models import DESIGN_ONLY, TLA_ONLY, build_model
+from .models import DESIGN_ONLY, TLA_ONLY, build_model, given
 from .render import settings_line, trace_table
 
 REDUCTIONS = ("symmetry", "chains", "scc")
@@ -109,8 +108,7 @@ def liveness_callback(fn):
                 fail("--fair applies only with --liveness")
             return fn(**kwargs)
         ctx = click.get_current_context()
-        refused = [p.opts[0] for p in ctx.command.params if p.name not in LIVENESS_TAKES
-                   and ctx.get_parameter_source(p.name) in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)]
+        refused = [p.opts[0] for p in ctx.command.params if p.name not in LIVENESS_TAKES and given(ctx, p.name)]
         if refused:
             fail(f"{', '.join(refused)} {'does' if len(refused) == 1 else 'do'} not apply to --liveness "
                  "(it explores the whole state graph of the design model)")

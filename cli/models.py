@@ -45,7 +45,8 @@ def model_options(fn):
     return with_options(fn, options)
 
 
-def _given(ctx, name: str) -> bool:
+def given(ctx, name: str) -> bool:
+    """Whether the user set the option ``name`` (not left to its default)."""
     source = ctx.get_parameter_source(name)
     return source is not None and source != click.core.ParameterSource.DEFAULT
 
@@ -62,16 +63,16 @@ def build_model(knobs: dict, only, fail):
     tla = {name: knobs.pop(name) for name in TLA_ONLY}
     if family == DESIGN:
         for name in TLA_ONLY:
-            if _given(ctx, name):
+            if given(ctx, name):
                 fail(f"{_flag(name)} applies to --model {KAFKA_TLA} only")
         if knobs["mode"] in OTHER_MODES:
             fail(f"mode {knobs['mode']} belongs to --model {KAFKA_TLA}")
         return Model(configure(Config, fail, **knobs))
     for name in DESIGN_ONLY:
-        if _given(ctx, name):
+        if given(ctx, name):
             fail(f"{_flag(name)} does not apply to --model {KAFKA_TLA} (its options: --mode --replicas "
                  f"--log-size --max-records --max-leader-epoch --invariant)")
-    mode = knobs["mode"] if _given(ctx, "mode") else TLA_DEFAULTS.mode
+    mode = knobs["mode"] if given(ctx, "mode") else TLA_DEFAULTS.mode
     return kafka_tla.Model(configure(kafka_tla.Config, fail, mode=mode, replicas=knobs["replicas"],
                                      log_size=tla["log_size"], max_records=tla["max_records"],
                                      max_leader_epoch=tla["max_leader_epoch"],

@@ -1,7 +1,7 @@
 """Symmetry: replicas are interchangeable, so states equal up to renaming replica ids are one state.
 
-Both model families are symmetric under every permutation of replica ids (the design model's r0
-is special only in its initial state). ``canonical(s)`` picks one representative per class: the
+The kafka-tla family is symmetric under every permutation of replica ids; the design model under
+every permutation that keeps r0, the preferred replica (the first of the partition's assignment). ``canonical(s)`` picks one representative per class: the
 least renaming of ``s`` (as a tuple) among the permutations that list the replicas in order of an
 id-free key; the set of those renamings is the same for every member of a class, so so is its
 least element. Breadth-first search over representatives visits one state per class.
@@ -22,7 +22,7 @@ from typing import Callable, Optional, Tuple
 
 from hwcheck.spec.kafka_tla.state import NONE, QuorumState, ReplicaState
 from hwcheck.spec.kafka_tla.state import State as TlaState
-from hwcheck.spec.state import UNDEFINED, Replica, State
+from hwcheck.spec.state import PREFERRED, UNDEFINED, Replica, State
 
 Perm = Tuple[int, ...]
 
@@ -46,7 +46,7 @@ def rename_state(s: State, perm: Perm) -> State:
     n = len(perm)
     mask = _mask_table(perm)
     reps = [None] * n
-    inflight = [()] * n
+    inflight, stale = [()] * n, [()] * n
     for r, rep in enumerate(s.replicas):
         remote = rep.remote_leo
         if remote:
@@ -59,20 +59,25 @@ def rename_state(s: State, perm: Perm) -> State:
                                 rep.hw, rep.flushed, rep.epoch_cache, rep.truncating, remote)
         msg = s.inflight[r]
         inflight[perm[r]] = (msg[0], perm[msg[1]]) + msg[2:] if msg else ()
+        msg = s.stale[r]
+        stale[perm[r]] = (msg[0], perm[msg[1]]) + msg[2:] if msg else ()
     c = s.controller
     leader = c.leader if c.leader == UNDEFINED else perm[c.leader]
-    return State(tuple(reps), type(c)(leader, c.epoch, mask[c.isr]), tuple(inflight), s.history)
+    return State(tuple(reps), type(c)(leader, c.epoch, mask[c.isr], mask[c.live]), tuple(inflight), tuple(stale),
+                 s.history)
 
 
 def _design_keys(s: State) -> list:
-    """Per replica, what renaming cannot change (ids appear only as 'is it me')."""
+    """Per replica, what renaming cannot change (ids appear only as 'is it me'). The preferred
+    replica (r0) is the only one the protocol singles out (elect_preferred): its key sorts first,
+    so every renaming keeps it r0 and only the others are interchangeable."""
     c = s.controller
     keys = []
     for r, rep in enumerate(s.replicas):
-        msg = s.inflight[r]
-        keys.append((rep.alive, rep.role, rep.leader_epoch, rep.leader == r, rep.log, rep.hw, rep.flushed,
-                     rep.epoch_cache, rep.truncating, c.leader == r, c.isr >> r & 1,
-                     (msg[0],) + msg[2:] if msg else ()))
+        msg, old = s.inflight[r], s.stale[r]
+        keys.append((r != PREFERRED, rep.alive, rep.role, rep.leader_epoch, rep.leader == r, rep.log, rep.hw,
+                     rep.flushed, rep.epoch_cache, rep.truncating, c.leader == r, c.isr >> r & 1, c.live >> r & 1,
+                     (msg[0],) + msg[2:] if msg else (), old[2:] if old else ()))
     return keys
 
 

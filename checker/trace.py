@@ -18,7 +18,7 @@ from .families import DESIGN, family_of, make_model
 from .result import Trace
 
 ITF_DESCRIPTION = "https://apalache-mc.org/docs/adr/015adr-trace.html"
-VARS = ["replicas", "controller", "inflight", "history"]
+VARS = ["replicas", "controller", "inflight", "stale", "history"]
 INIT = "init"
 
 

@@ -4,7 +4,9 @@ Every action takes the current state, the run's ``Rules`` (config + mode) and re
 returns the next state, or ``None`` when its guard refuses. Rule citations: seed 000 is the
 longest article (HW/LEO update rules, the two failure scenarios, leader epoch), seed 001 the
 step table and the OffsetsForLeaderEpoch exchange, seed 003 the broker code (acks,
-min.insync.replicas, maybeIncrementLeaderHW, fetcher truncation, ISR expansion).
+min.insync.replicas, maybeIncrementLeaderHW, fetcher truncation, ISR expansion). Kafka methods are
+cited as ``Class.method @tag`` (sources under core/src/main/scala/kafka/ of apache/kafka); where a
+rule differs between releases the action reads the mode (spec/modes.py), which cites each release.
 """
 
 from __future__ import annotations
@@ -12,9 +14,9 @@ from __future__ import annotations
 from typing import NamedTuple, Optional
 
 from .config import Config
-from .log import append, cache_assign, epoch_start, latest_epoch, truncate
-from .modes import Mode, follower_truncation
-from .state import (EPOCH_REQUEST, EPOCH_RESPONSE, FETCH, FETCH_RESPONSE, FOLLOWER, LEADER, NONE,
+from .log import append, epoch_start, latest_epoch, truncate
+from .modes import FETCHING, TRUNCATING, TRUNCATING_AGAIN, Mode, follower_truncation
+from .state import (EPOCH_REQUEST, EPOCH_RESPONSE, FETCH, FETCH_RESPONSE, FOLLOWER, LEADER, NONE, PREFERRED,
                     UNDEFINED, Controller, History, Replica, State)
 
 
@@ -30,11 +32,15 @@ class Rules(NamedTuple):
 # these helpers run on every step the checker takes)
 
 def _set(s: State, r: int, rep: Replica) -> State:
-    return State(s.replicas[:r] + (rep,) + s.replicas[r + 1:], s.controller, s.inflight, s.history)
+    return State(s.replicas[:r] + (rep,) + s.replicas[r + 1:], s.controller, s.inflight, s.stale, s.history)
 
 
 def _send(s: State, f: int, msg: tuple) -> State:
-    return State(s.replicas, s.controller, s.inflight[:f] + (msg,) + s.inflight[f + 1:], s.history)
+    return State(s.replicas, s.controller, s.inflight[:f] + (msg,) + s.inflight[f + 1:], s.stale, s.history)
+
+
+def _with_controller(s: State, c: Controller) -> State:
+    return State(s.replicas, c, s.inflight, s.stale, s.history)
 
 
 def _size(mask: int) -> int:
@@ -49,15 +55,32 @@ def _in_office(s: State, r: int) -> bool:
 
 
 def _lost_memory(rep: Replica) -> Replica:
-    """What a crash leaves: log, HW checkpoint and epoch cache on disk; nothing in memory."""
+    """What a stop leaves: log, HW checkpoint and epoch cache on disk; nothing in memory."""
     return Replica(alive=0, role=NONE, leader_epoch=UNDEFINED, leader=UNDEFINED, isr=0, log=rep.log, hw=rep.hw,
                    flushed=rep.flushed, epoch_cache=rep.epoch_cache, truncating=0, remote_leo=())
 
 
-def _drop_messages(s: State, r: int) -> State:
-    """Messages to or from a crashed replica are lost."""
-    inflight = tuple(() if (f == r or (m and m[1] == r)) else m for f, m in enumerate(s.inflight))
-    return State(s.replicas, s.controller, inflight, s.history)
+def _abandon(s: State, f: int) -> State:
+    """f's fetcher forgets its outstanding message (f stopped, or restarted its fetcher on a
+    LeaderAndIsr). A Fetch already sent is still handled by its leader: it becomes f's stale
+    request (at most one is kept; a second is lost). A response, or an OffsetsForLeaderEpoch
+    request (whose handling changes nothing at the leader), is simply dropped
+    (AbstractFetcherThread.processFetchRequest ignores a response for a fetch state it no longer has)."""
+    msg = s.inflight[f]
+    if not msg:
+        return s
+    stale = s.stale
+    if msg[0] == FETCH and not stale[f]:
+        stale = stale[:f] + (msg,) + stale[f + 1:]
+    return State(s.replicas, s.controller, s.inflight[:f] + ((),) + s.inflight[f + 1:], stale, s.history)
+
+
+def _drop_messages_to(s: State, r: int) -> State:
+    """Messages to or from a broker that stops are lost: requests waiting at it, responses it
+    sent; its own outstanding Fetch outlives it (``_abandon``)."""
+    inflight = tuple(() if (m and m[1] == r) else m for m in s.inflight)
+    stale = tuple(() if (m and m[1] == r) else m for m in s.stale)
+    return _abandon(State(s.replicas, s.controller, inflight, stale, s.history), r)
 
 
 def advance_hw(s: State, l: int, rules: Rules) -> State:
@@ -100,9 +123,9 @@ def produce(s: State, rules: Rules, r: int) -> Optional[State]:
     if cfg.acks == "all" and _size(rep.isr) < cfg.min_isr:
         return None
     record, offset = s.history.produced, rep.leo
-    # the append assigns the epoch to the cache: before KAFKA-7415 this is where a leader's
-    # epoch gains its entry (its first write in the epoch)
-    rep = append(rep, ((record, rep.leader_epoch),), rules.mode.epochs)
+    # the append assigns the epoch to the cache (Log.append): before KAFKA-7415 this is where a
+    # leader's epoch gains its entry (its first write in the epoch)
+    rep = append(rep, ((record, rep.leader_epoch),), rules.mode.assign)
     h = s.history
     acked = h.acked if cfg.acks == "all" else h.acked[:record] + (offset,) + h.acked[record + 1:]
     s = _set(s, r, rep)._replace(history=h._replace(produced=record + 1, acked=acked))
@@ -127,40 +150,60 @@ def _accepts(rules: Rules, leader: Replica, request_epoch: int) -> bool:
     return not rules.mode.fenced or request_epoch == leader.leader_epoch
 
 
-def leader_handle_fetch(s: State, rules: Rules, l: int, f: int) -> Optional[State]:
-    """The leader records the follower's fetch offset as its remote LEO, tries to move its HW,
-    and replies with the records from the fetch offset and its HW (seed 000 steps 1-4).
-    ``response_hw=before`` replies with the HW from before the update (seed 000 comments 5-17).
-    A fetch offset beyond the leader's LEO gets OFFSET_OUT_OF_RANGE and moves nothing."""
-    msg = s.inflight[f]
-    if not (msg and msg[0] == FETCH and msg[1] == l):
-        return None
+def _read_for_follower(s: State, rules: Rules, l: int, f: int, offset: int):
+    """What the leader does with a follower's Fetch(offset) (Partition.updateReplicaLogReadResult,
+    maybeIncrementLeaderHW): the offset becomes f's remote LEO and the HW may move; returns the
+    state and the FetchResponse. An offset beyond the leader's LEO gets OFFSET_OUT_OF_RANGE and
+    moves nothing. ``response_hw=before`` replies with the HW from before the update (seed 000
+    comments 5-17)."""
     leader = s.replicas[l]
-    if not _accepts(rules, leader, msg[2]):
-        return None
-    offset = msg[3]
     if offset > leader.leo:
-        return _send(s, f, (FETCH_RESPONSE, l, (), leader.hw, leader.leo))
+        return s, (FETCH_RESPONSE, l, (), leader.hw, leader.leo)
     hw_before = leader.hw
     remote = leader.remote_leo[:f] + (offset,) + leader.remote_leo[f + 1:]
     s = advance_hw(_set(s, l, leader._replace(remote_leo=remote)), l, rules)
     leader = s.replicas[l]
     hw = hw_before if rules.cfg.response_hw == "before" else leader.hw
-    return _send(s, f, (FETCH_RESPONSE, l, leader.log[offset:], hw, leader.leo))
+    return s, (FETCH_RESPONSE, l, leader.log[offset:], hw, leader.leo)
+
+
+def leader_handle_fetch(s: State, rules: Rules, l: int, f: int) -> Optional[State]:
+    """The leader handles f's Fetch and replies with the records from the fetch offset and its HW
+    (seed 000 steps 1-4)."""
+    msg = s.inflight[f]
+    if not (msg and msg[0] == FETCH and msg[1] == l and _accepts(rules, s.replicas[l], msg[2])):
+        return None
+    s, response = _read_for_follower(s, rules, l, f, msg[3])
+    return _send(s, f, response)
+
+
+def leader_handle_stale_fetch(s: State, rules: Rules, l: int, f: int) -> Optional[State]:
+    """A Fetch that f sent before it stopped or restarted its fetcher reaches the leader anyway: the
+    leader cannot tell (a fetch carries no broker epoch before KIP-903; KIP-320 fences only another
+    leader epoch) and handles it as any fetch; the response goes nowhere (the connection is gone, or
+    f's fetcher ignores it). A request the leader refuses just disappears."""
+    msg = s.stale[f]
+    if not (msg and msg[1] == l):
+        return None
+    s = State(s.replicas, s.controller, s.inflight, s.stale[:f] + ((),) + s.stale[f + 1:], s.history)
+    if _accepts(rules, s.replicas[l], msg[2]):
+        s, _ = _read_for_follower(s, rules, l, f, msg[3])
+    return s
 
 
 def follower_handle_fetch(s: State, rules: Rules, f: int) -> Optional[State]:
     """The follower appends the records at its LEO, then sets HW = min(LEO, the response's HW)
     (seed 000 §二; seed 001 min(Follower LEO, Leader HW)). A follower beyond the leader's LEO
-    (offset out of range) first truncates to the leader's LEO."""
+    (offset out of range) first truncates to the leader's LEO
+    (ReplicaFetcherThread.handleOffsetOutOfRange)."""
     msg = s.inflight[f]
     if not (msg and msg[0] == FETCH_RESPONSE):
         return None
     _, _, records, hw, leader_leo = msg
     rep = s.replicas[f]
     if leader_leo < rep.leo:
-        rep = truncate(rep, leader_leo)
-    rep = append(rep, records, rules.mode.epochs)
+        rep = truncate(rep, leader_leo, rules.mode.trim_cache_at_leo)
+    rep = append(rep, records, rules.mode.assign)
     rep = rep._replace(hw=min(rep.leo, hw))
     return _send(_set(s, f, rep), f, ())
 
@@ -181,7 +224,8 @@ def reject_request(s: State, rules: Rules, l: int, f: int) -> Optional[State]:
 
 def send_epoch_request(s: State, rules: Rules, f: int) -> Optional[State]:
     """A truncating follower asks its leader where its latest epoch ends (KIP-101; seed 001
-    LeaderEpochRequest); with KIP-320 the request also carries its current leader epoch."""
+    LeaderEpochRequest; ReplicaFetcherThread.buildLeaderEpochRequest); with KIP-320 the request
+    also carries its current leader epoch."""
     rep = s.replicas[f]
     if not (rep.alive and rep.role == FOLLOWER and rep.truncating and not s.inflight[f]
             and s.replicas[rep.leader].alive):
@@ -190,37 +234,44 @@ def send_epoch_request(s: State, rules: Rules, f: int) -> Optional[State]:
 
 
 def leader_handle_epoch_request(s: State, rules: Rules, l: int, f: int) -> Optional[State]:
-    """The leader answers from its epoch cache, as the mode says (KIP-101 / KIP-279)."""
+    """The leader answers from its epoch cache with its release's endOffsetFor."""
     msg = s.inflight[f]
     if not (msg and msg[0] == EPOCH_REQUEST and msg[1] == l):
         return None
     leader = s.replicas[l]
     if not _accepts(rules, leader, msg[2]):
         return None
-    epoch, end = rules.mode.leader_answer(leader.epoch_cache, leader.leo, msg[3])
+    epoch, end = rules.mode.end_offset_for(leader.epoch_cache, leader.leo, msg[3])
     return _send(s, f, (EPOCH_RESPONSE, l, epoch, end))
 
 
 def follower_handle_epoch_response(s: State, rules: Rules, f: int) -> Optional[State]:
     """The follower truncates to the divergence point; it fetches once truncation is complete,
-    else asks again for its (now lower) latest epoch (KIP-279)."""
+    else asks again for its (now lower) latest epoch, its fetch offset moved to this step (KIP-279)."""
     msg = s.inflight[f]
     if not (msg and msg[0] == EPOCH_RESPONSE):
         return None
     rep = s.replicas[f]
-    offset, done = follower_truncation(rep, (msg[2], msg[3]))
-    rep = truncate(rep, offset)._replace(truncating=0 if done else 1)
+    offset, done = follower_truncation(rep, (msg[2], msg[3]), rules.mode.end_offset_for)
+    rep = truncate(rep, offset, rules.mode.trim_cache_at_leo)._replace(
+        truncating=FETCHING if done else TRUNCATING_AGAIN)
     return _send(_set(s, f, rep), f, ())
 
 
 # ---------------------------------------------------------------- faults
 
+def _stop(s: State, r: int, rep: Replica) -> State:
+    """The broker stops with ``rep`` on disk; what it had in flight is handled by _drop_messages_to."""
+    return _drop_messages_to(_set(s, r, _lost_memory(rep)), r)
+
+
 def crash(s: State, rules: Rules, r: int) -> Optional[State]:
-    """A broker process dies: memory state is lost; log, HW checkpoint and epoch cache stay."""
+    """A broker process dies: memory state is lost; log, HW checkpoint and epoch cache stay. The
+    controller learns of it only later (controller_handle_failure)."""
     rep = s.replicas[r]
     if not (rep.alive and s.history.crashes < rules.cfg.crashes):
         return None
-    s = _drop_messages(_set(s, r, _lost_memory(rep)), r)
+    s = _stop(s, r, rep)
     return s._replace(history=s.history._replace(crashes=s.history.crashes + 1))
 
 
@@ -232,7 +283,7 @@ def power_fail(s: State, rules: Rules, r: int) -> Optional[State]:
     used = s.history.power_failures
     if not (rep.alive and used < rules.cfg.power_failures):
         return None
-    s = _drop_messages(_set(s, r, _lost_memory(truncate(rep, rep.flushed))), r)
+    s = _stop(s, r, truncate(rep, rep.flushed))
     if used + 1 == rules.cfg.power_failures:
         s = s._replace(replicas=tuple(x._replace(flushed=0) for x in s.replicas))
     return s._replace(history=s.history._replace(power_failures=used + 1))
@@ -247,113 +298,186 @@ def flush(s: State, rules: Rules, r: int) -> Optional[State]:
 
 
 def restart(s: State, rules: Rules, r: int) -> Optional[State]:
-    """A broker comes back with log, HW and epoch cache from disk and waits for LeaderAndIsr.
-    Before 0.11 it truncates to its HW right away (seeds 000/001: restart, truncate to HW).
-    With KIP-380 the controller has handled its failure first (no missed bounce)."""
-    rep = s.replicas[r]
+    """A broker comes back with log, HW and epoch cache from disk (no truncation: 0.10 truncates
+    only in ReplicaManager.makeFollowers, LogManager recovery cuts only corrupt bytes), registers
+    with the controller and waits for LeaderAndIsr. Before KIP-380 it can come back before the
+    controller noticed it was gone (KAFKA-1120: the controller compares broker ids only); with
+    KIP-380 it registers with a new broker epoch and the controller handles the bounce as a failure
+    first (KafkaController.processBrokerChange @2.2.0)."""
+    rep, c = s.replicas[r], s.controller
     if rep.alive:
         return None
-    if rules.mode.restart_after_detection and _failure_unhandled(s, r):
+    if rules.mode.restart_after_detection and c.live >> r & 1:
         return None
-    rep = rep._replace(alive=1)
-    if not rules.mode.epochs:
-        rep = truncate(rep, rep.hw)
-    return _set(s, r, rep)
+    return _with_controller(_set(s, r, rep._replace(alive=1)), c._replace(live=c.live | 1 << r))
 
 
 # ---------------------------------------------------------------- controller
 
-def _failure_unhandled(s: State, r: int) -> bool:
-    """The controller still counts r as leader, or as an ISR member it could drop."""
-    c = s.controller
-    return c.leader == r or (c.isr >> r & 1 and _size(c.isr) > 1)
+def _remove_from_isr(c: Controller, r: int) -> Controller:
+    """OfflineReplica: the controller drops r from the ISR, keeping the last member
+    (ReplicaStateMachine.doRemoveReplicasFromIsr @2.0.0, LeaderAndIsr.newLeaderAndIsr: epoch + 1;
+    KafkaController.removeReplicaFromIsr @0.10.2.1). A leader leaving leaves no leader."""
+    if not c.isr >> r & 1 or _size(c.isr) == 1:
+        return c
+    return c._replace(isr=c.isr & ~(1 << r), epoch=c.epoch + 1, leader=UNDEFINED if c.leader == r else c.leader)
 
 
-def controller_detect_failure(s: State, rules: Rules, r: int) -> Optional[State]:
-    """The controller notices a dead broker: drops it from the ISR (never emptying it) and, if it
-    led, leaves the partition without a leader. Separate from crash: before KIP-380 a fast restart
-    can win."""
+def controller_handle_failure(s: State, rules: Rules, r: int) -> Optional[State]:
+    """The controller notices a dead broker (its ZooKeeper session expired: KafkaController
+    .onBrokerFailure -> onReplicasBecomeOffline @2.2.0). If r led, the partition goes offline (its
+    election is ``elect_offline``, a step of its own here; the controller writes one LeaderAndIsr
+    for both, so the step does not bump the epoch); if r followed in the ISR, it leaves the ISR with
+    a new leader epoch (OfflineReplica). Separate from the crash, so before KIP-380 a fast restart
+    can win the race."""
     c = s.controller
-    if s.replicas[r].alive or not _failure_unhandled(s, r):
+    if s.replicas[r].alive or not c.live >> r & 1:
         return None
-    isr = c.isr & ~(1 << r) if _size(c.isr) > 1 else c.isr
-    leader = UNDEFINED if c.leader == r else c.leader
-    return s._replace(controller=c._replace(leader=leader, isr=isr))
+    live = c.live & ~(1 << r)
+    if c.leader == r:
+        isr = c.isr & ~(1 << r) if _size(c.isr) > 1 else c.isr
+        return _with_controller(s, Controller(UNDEFINED, c.epoch, isr, live))
+    new = _remove_from_isr(c, r)
+    if new.epoch > rules.cfg.max_epoch:
+        return None
+    return _with_controller(s, new._replace(live=live))
 
 
-def elect(s: State, rules: Rules, r: int) -> Optional[State]:
-    """The controller makes a live ISR member leader at epoch + 1 (seed 002: only ISR members may
-    be elected). Allowed while the old leader lives (controlled shutdown, preferred leader): the
-    epoch bound limits it. Unclean election: any live replica when no ISR member is alive; the
-    ISR becomes just the new leader."""
+def elect_offline(s: State, rules: Rules, r: int) -> Optional[State]:
+    """OfflinePartitionLeaderElection: a partition without a leader gets a live ISR member as
+    leader, the live ISR members as ISR, and a new leader epoch (seed 002: only ISR members may be
+    elected; PartitionLeaderElectionAlgorithms.offlinePartitionLeaderElection @2.2.0,
+    OfflinePartitionLeaderSelector @0.10.2.1). Kafka takes the first in the assignment's order; the
+    model lets it be any, which covers every order. Unclean election (unclean.leader.election.enable):
+    any live replica when no ISR member is live, the ISR becoming just it."""
     c, cfg = s.controller, rules.cfg
-    rep = s.replicas[r]
-    if not (rep.alive and c.epoch < cfg.max_epoch and c.leader != r):
+    if not (c.leader == UNDEFINED and c.live >> r & 1 and c.epoch < cfg.max_epoch):
         return None
-    isr = c.isr
-    if not isr >> r & 1:
-        live_isr = any(s.replicas[x].alive for x in range(rules.n) if isr >> x & 1)
-        if not cfg.unclean_election or live_isr:
-            return None
+    live_isr = c.isr & c.live
+    if live_isr >> r & 1:
+        isr = live_isr
+    elif cfg.unclean_election and not live_isr:
         isr = 1 << r
-    return s._replace(controller=c._replace(leader=r, epoch=c.epoch + 1, isr=isr))
+    else:
+        return None
+    return _with_controller(s, Controller(r, c.epoch + 1, isr, c.live))
+
+
+def elect_preferred(s: State, rules: Rules, r: int) -> Optional[State]:
+    """Preferred replica election (auto.leader.rebalance.enable, or an admin's request): the
+    assignment's first replica takes over when it is live, in the ISR and not the leader; the ISR
+    stays, the epoch moves on (PartitionLeaderElectionAlgorithms.preferredReplicaPartitionLeaderElection
+    @2.2.0; PreferredReplicaPartitionLeaderSelector @0.10.2.1)."""
+    c = s.controller
+    if not (r == PREFERRED and c.leader != r and c.live >> r & 1 and c.isr >> r & 1
+            and c.epoch < rules.cfg.max_epoch):
+        return None
+    return _with_controller(s, c._replace(leader=r, epoch=c.epoch + 1))
+
+
+def _shutdown_cleanly(s: State, rules: Rules, r: int) -> State:
+    """A controlled shutdown ends as KafkaServer.shutdown does: ReplicaManager.shutdown(checkpointHW
+    = true) and LogManager.shutdown (flushed, clean-shutdown marker), then the broker leaves
+    ZooKeeper and the controller handles it as gone."""
+    rep = s.replicas[r]
+    s = _stop(s, r, rep._replace(flushed=rep.leo))
+    c = s.controller
+    if c.leader == r:        # it could not hand leadership over: the partition goes offline
+        c = c._replace(leader=UNDEFINED)
+    s = _with_controller(s, c._replace(live=c.live & ~(1 << r)))
+    return s._replace(history=s.history._replace(crashes=s.history.crashes + 1))
+
+
+def controlled_shutdown(s: State, rules: Rules, r: int) -> Optional[State]:
+    """A broker that does not lead shuts down cleanly (controlled.shutdown.enable): the controller
+    takes it out of the ISR with a new leader epoch (KafkaController.doControlledShutdown: StopReplica,
+    then OfflineReplica), then it stops. A leader whose partition has no other live ISR member cannot
+    hand over: the controller answers that the partition remains, the broker gives up retrying and
+    stops anyway. Uses the crash budget."""
+    rep, c = s.replicas[r], s.controller
+    if not (rep.alive and c.live >> r & 1 and s.history.crashes < rules.cfg.crashes):
+        return None
+    if c.leader == r and c.isr & c.live & ~(1 << r):
+        return None          # a leader with a live ISR peer hands over: controlled_shutdown_leader
+    if c.leader != r:
+        c = _remove_from_isr(c, r)
+        if c.epoch > rules.cfg.max_epoch:
+            return None
+    return _shutdown_cleanly(_with_controller(s, c), rules, r)
+
+
+def controlled_shutdown_leader(s: State, rules: Rules, l: int, r: int) -> Optional[State]:
+    """The leader l shuts down cleanly, handing leadership to r, a live ISR member: the controller
+    makes r leader with the ISR minus l at a new epoch (controlledShutdownPartitionLeaderElection
+    @2.2.0; ControlledShutdownLeaderSelector @0.10.2.1: the first such member in the assignment, here
+    any). The LeaderAndIsr reaches l too (0.10.2.1, and again from 2.1 by KAFKA-7482): l applies it
+    as follower (before 0.11 that truncates its log to its HW), then stops."""
+    c, rep = s.controller, s.replicas[l]
+    if not (c.leader == l and rep.alive and c.live >> l & 1 and c.live >> r & 1 and c.isr >> r & 1
+            and s.history.crashes < rules.cfg.crashes and c.epoch < rules.cfg.max_epoch):
+        return None
+    s = _with_controller(s, Controller(r, c.epoch + 1, c.isr & ~(1 << l), c.live))
+    s = become_follower(s, rules, l)
+    return _shutdown_cleanly(s, rules, l)
 
 
 def become_leader(s: State, rules: Rules, r: int) -> Optional[State]:
-    """r applies the controller's LeaderAndIsr naming it leader. A new term resets the remote
-    LEOs to unknown, stops its fetcher and (KAFKA-7415, epoch mode) adds (epoch, LEO) to its epoch
-    cache; in the same term only the ISR view is refreshed. Then it tries to move its HW."""
+    """r applies the controller's LeaderAndIsr naming it leader (a broker applies only a newer leader
+    epoch: ReplicaManager.becomeLeaderOrFollower). Partition.makeLeader: the ISR view and epoch are
+    taken; a broker that was not leader already resets its followers' LEOs to unknown (isNewLeader);
+    from 2.1 (KAFKA-7415) the epoch is assigned to the cache at the LEO. The fetcher stops
+    (makeLeaders). Then it tries to move its HW."""
     c, rep = s.controller, s.replicas[r]
-    if not (rep.alive and c.leader == r):
+    if not (rep.alive and c.leader == r and c.epoch > rep.leader_epoch):
         return None
-    new_term = rep.role != LEADER or rep.leader_epoch != c.epoch
-    if not new_term and rep.isr == c.isr:
-        return None
-    if new_term:
-        cache = rep.epoch_cache
-        if rules.mode.cache_on_become_leader:
-            cache = cache_assign(cache, c.epoch, rep.leo)
-        rep = rep._replace(role=LEADER, leader_epoch=c.epoch, leader=r, truncating=0,
-                           remote_leo=(UNDEFINED,) * rules.n, epoch_cache=cache)
-        s = _send(s, r, ())
-    s = _set(s, r, rep._replace(isr=c.isr))
+    cache = rep.epoch_cache
+    if rules.mode.cache_on_become_leader:
+        cache = rules.mode.assign(cache, c.epoch, rep.leo)
+    remote = rep.remote_leo if rep.role == LEADER else (UNDEFINED,) * rules.n
+    rep = rep._replace(role=LEADER, leader_epoch=c.epoch, leader=r, isr=c.isr, truncating=FETCHING,
+                       remote_leo=remote, epoch_cache=cache)
+    s = _abandon(_set(s, r, rep), r)
     return advance_hw(s, r, rules)
 
 
 def become_follower(s: State, rules: Rules, r: int) -> Optional[State]:
-    """r applies the controller's LeaderAndIsr naming another leader and restarts its fetcher.
-    Before 0.11 it truncates to its HW (seed 000); with epochs it first finds its divergence point
-    with OffsetsForLeaderEpoch, unless it has no epoch yet (then it truncates to its HW)."""
+    """r applies the controller's LeaderAndIsr naming another leader (only a newer epoch).
+    Partition.makeFollower says whether anything is to be done: not when the leader is unchanged
+    (0.10-2.0), from 2.1 only when the leader and the epoch are unchanged. If so, the fetcher restarts
+    (ReplicaManager.makeFollowers): before 0.11 the log is truncated to the HW there; with epochs
+    the follower first finds its divergence point with OffsetsForLeaderEpoch (with an empty cache, and so
+    an empty log, the exchange can only end at offset 0: it starts fetching)."""
     c, rep = s.controller, s.replicas[r]
-    if not (rep.alive and c.leader not in (UNDEFINED, r)):
+    if not (rep.alive and c.leader not in (UNDEFINED, r) and c.epoch > rep.leader_epoch):
         return None
-    if rep.role == FOLLOWER and rep.leader_epoch == c.epoch and rep.leader == c.leader:
-        return None
+    if rep.leader == c.leader and not rules.mode.follow_on_new_epoch:
+        return _set(s, r, rep._replace(leader_epoch=c.epoch))
     rep = rep._replace(role=FOLLOWER, leader_epoch=c.epoch, leader=c.leader, isr=0, remote_leo=())
-    if rules.mode.epochs and rep.epoch_cache:
-        rep = rep._replace(truncating=1)
+    if not rules.mode.epochs:
+        rep = truncate(rep, rep.hw)._replace(truncating=FETCHING)
     else:
-        rep = truncate(rep, rep.hw)._replace(truncating=0)
-    return _send(_set(s, r, rep), r, ())
+        rep = rep._replace(truncating=TRUNCATING if rep.epoch_cache else FETCHING)
+    return _abandon(_set(s, r, rep), r)
 
 
 def shrink_isr(s: State, rules: Rules, l: int, f: int) -> Optional[State]:
     """The leader drops a follower that has not caught up (replica.lag.time.max.ms, seed 002) and
-    writes the new ISR to the controller; only a leader in office whose ISR view is current can
-    (the conditional ZooKeeper / AlterPartition write). Then it tries to move its HW."""
+    writes the new ISR, at the same leader epoch (Partition.maybeShrinkIsr -> updateIsr); only a
+    leader in office whose ISR view is current can (the conditional ZooKeeper write). Then it tries
+    to move its HW."""
     rep = s.replicas[l]
     if not (f != l and _in_office(s, l) and rep.isr == s.controller.isr and rep.isr >> f & 1):
         return None
     if rep.remote_leo[f] >= rep.leo:
         return None
     isr = rep.isr & ~(1 << f)
-    s = _set(s, l, rep._replace(isr=isr))._replace(controller=s.controller._replace(isr=isr))
+    s = _with_controller(_set(s, l, rep._replace(isr=isr)), s.controller._replace(isr=isr))
     return advance_hw(s, l, rules)
 
 
 def expand_isr(s: State, rules: Rules, l: int, f: int) -> Optional[State]:
-    """The leader adds a follower whose LEO has reached its HW (seed 003 maybeExpandIsr); with
-    KIP-320 also the start offset of the leader's current epoch."""
+    """The leader adds a follower whose LEO has reached its HW (seed 003; Partition.maybeExpandIsr
+    @2.0.0), from 2.1 also the start offset of the leader's epoch (KAFKA-7128)."""
     rep = s.replicas[l]
     if not (f != l and _in_office(s, l) and rep.isr == s.controller.isr and not rep.isr >> f & 1):
         return None
@@ -363,14 +487,15 @@ def expand_isr(s: State, rules: Rules, l: int, f: int) -> Optional[State]:
     if rules.mode.expand_waits_for_epoch_start and remote < epoch_start(rep.epoch_cache, rep.leader_epoch):
         return None
     isr = rep.isr | 1 << f
-    return _set(s, l, rep._replace(isr=isr))._replace(controller=s.controller._replace(isr=isr))
+    return _with_controller(_set(s, l, rep._replace(isr=isr)), s.controller._replace(isr=isr))
 
 
-# name, function, arity (1: one replica; 2: (leader, follower)), which runs have it
+# name, function, arity (1: one replica; 2: (leader, follower), or (old leader, new leader))
 ACTIONS = (
     ("produce", produce, 1),
     ("send_fetch", send_fetch, 1),
     ("leader_handle_fetch", leader_handle_fetch, 2),
+    ("leader_handle_stale_fetch", leader_handle_stale_fetch, 2),
     ("follower_handle_fetch", follower_handle_fetch, 1),
     ("send_epoch_request", send_epoch_request, 1),
     ("leader_handle_epoch_request", leader_handle_epoch_request, 2),
@@ -380,8 +505,11 @@ ACTIONS = (
     ("power_fail", power_fail, 1),
     ("flush", flush, 1),
     ("restart", restart, 1),
-    ("controller_detect_failure", controller_detect_failure, 1),
-    ("elect", elect, 1),
+    ("controlled_shutdown", controlled_shutdown, 1),
+    ("controlled_shutdown_leader", controlled_shutdown_leader, 2),
+    ("controller_handle_failure", controller_handle_failure, 1),
+    ("elect_offline", elect_offline, 1),
+    ("elect_preferred", elect_preferred, 1),
     ("become_leader", become_leader, 1),
     ("become_follower", become_follower, 1),
     ("shrink_isr", shrink_isr, 2),
@@ -393,9 +521,9 @@ POWER_ONLY = {"power_fail", "flush"}
 
 
 def initial_state(rules: Rules) -> State:
-    """All logs empty, every replica alive and in the ISR, r0 in office as leader at epoch 0
-    and the others following it. r0 knows its followers at LEO 0 (seed 000's starting picture:
-    remote LEO = 0); with KAFKA-7415 its epoch cache starts with (0, 0)."""
+    """All logs empty, every replica alive and in the ISR, r0 (the preferred replica) in office as
+    leader at epoch 0 and the others following it. r0 knows its followers at LEO 0 (seed 000's
+    starting picture: remote LEO = 0); with KAFKA-7415 its epoch cache starts with (0, 0)."""
     n, cfg = rules.n, rules.cfg
     everyone = (1 << n) - 1
     cache = ((0, 0),) if rules.mode.cache_on_become_leader else ()
@@ -404,7 +532,8 @@ def initial_state(rules: Rules) -> State:
     follower = Replica(1, FOLLOWER, 0, 0, 0, (), 0, 0, (), 0, ())
     return State(
         replicas=(leader,) + (follower,) * (n - 1),
-        controller=Controller(0, 0, everyone),
+        controller=Controller(0, 0, everyone, everyone),
         inflight=((),) * n,
+        stale=((),) * n,
         history=History(0, (UNDEFINED,) * cfg.records, (), 0, 0),
     )

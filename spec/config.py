@@ -15,8 +15,9 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
 
-MODES = ("hw", "kip101", "kip279", "epoch")
-MODE_ALIASES = {"kip320": "epoch"}
+from .modes import ALIASES as MODE_ALIASES, MODES as _MODES
+
+MODES = tuple(_MODES)      # the ladder's names (a registered variant is accepted too)
 ACKS = ("all", "1")
 RESPONSE_HW = ("after", "before")
 MAX_REPLICAS = 5
@@ -59,7 +60,7 @@ def check_counts(cfg, names) -> None:
 
 @dataclass(frozen=True)
 class Config:
-    mode: str = "epoch"
+    mode: str = "epoch"        # the alias of the newest mode
     replicas: int = 2
     records: int = 2
     crashes: int = 2
@@ -75,8 +76,8 @@ class Config:
             raise ConfigError(f"mode must be a name, got {self.mode!r}")
         mode = MODE_ALIASES.get(self.mode, self.mode)
         object.__setattr__(self, "mode", mode)
-        if mode not in MODES:
-            raise ConfigError(f"unknown mode {self.mode!r}; choose one of {', '.join(MODES)} (or kip320)")
+        if mode not in _MODES:
+            raise ConfigError(f"unknown mode {self.mode!r}; choose one of {', '.join(_MODES)} (or epoch, the newest)")
         check_counts(self, ("replicas", "records", "crashes", "power_failures", "max_epoch", "min_isr"))
         if not 1 <= self.replicas <= MAX_REPLICAS:
             raise ConfigError(f"replicas={self.replicas} is out of range 1..{MAX_REPLICAS}")

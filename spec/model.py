@@ -16,7 +16,7 @@ from typing import Callable, Iterator, List, Tuple
 from .actions import ACTIONS, EPOCH_ONLY, POWER_ONLY, Rules, initial_state
 from .config import Config, ConfigError
 from .invariants import INVARIANTS
-from .modes import MODE_RULES
+from .modes import MODES, Mode
 from .state import ROLE_NAMES, UNDEFINED, MESSAGE_NAMES, State, members, replica_name
 
 Label = Tuple  # (action name, replica ids...)
@@ -35,11 +35,14 @@ class Model:
 
     def __init__(self, cfg: Config):
         self.cfg = cfg
-        self.rules = Rules(cfg, MODE_RULES[cfg.mode], cfg.replicas)
+        mode: Mode = MODES[cfg.mode]
+        self.rules = Rules(cfg, mode, cfg.replicas)
         n = cfg.replicas
+        replaced = dict(mode.actions)
         actions = []
         for name, fn, arity in ACTIONS:
-            if name in EPOCH_ONLY and not self.rules.mode.epochs:
+            fn = replaced.get(name, fn)
+            if name in EPOCH_ONLY and not mode.epochs:
                 continue
             if name in POWER_ONLY and not cfg.power_failures:
                 continue
@@ -117,20 +120,21 @@ class Model:
             if self.rules.mode.epochs:
                 entry["epoch_cache"] = [{"epoch": e, "start_offset": o} for e, o in rep.epoch_cache]
                 entry["truncating"] = bool(rep.truncating)
+                if rep.truncating == 2:
+                    entry["fetch_offset"] = "leo"   # an intermediate truncation step moved it there
             if rep.role == 1:
                 entry["isr"] = isr(rep.isr)
                 entry["remote_leo"] = {names[f]: rep.remote_leo[f] for f in range(n) if f != r}
             replicas[names[r]] = entry
-        inflight = {}
-        for f, msg in enumerate(s.inflight):
-            if msg:
-                inflight[names[f]] = _message_json(msg, names)
+        inflight = {names[f]: _message_json(msg, names) for f, msg in enumerate(s.inflight) if msg}
+        stale = {names[f]: _message_json(msg, names) for f, msg in enumerate(s.stale) if msg}
         h = s.history
         return {
             "replicas": replicas,
             "controller": {"leader": who(s.controller.leader), "epoch": s.controller.epoch,
-                           "isr": isr(s.controller.isr)},
+                           "isr": isr(s.controller.isr), "live": isr(s.controller.live)},
             "inflight": inflight,
+            "stale": stale,
             "history": {
                 "produced": h.produced,
                 "acked": {str(rec): off for rec, off in enumerate(h.acked) if off != UNDEFINED},

@@ -1,83 +1,193 @@
-"""Protocol variants as small sets of rules, named by the Kafka change that introduced them.
+"""Modes: each a Kafka release range, as the rules that release follows.
 
-The actions in ``actions.py`` are shared by every mode; a mode only answers these questions:
+The actions in ``actions.py`` are shared by every mode; a mode answers the questions where Kafka's
+releases differ, each answer copied from Kafka's source at a release tag (cited in ``changes``).
+The ladder below runs from 0.10 to ZooKeeper-mode 2.6; each mode is the one before it plus the
+changes it lists, so ``hwcheck modes`` can print what each release changed and why.
 
-- ``epochs``: does a follower find its divergence point with OffsetsForLeaderEpoch (and keep an
-  epoch cache), or does it truncate to its own HW (before 0.11)?
-- ``cache_on_become_leader``: does a new leader add ``(epoch, LEO)`` to its epoch cache when it
-  takes office (KAFKA-7415, 2.1), or on its first write in the epoch (0.11 to 2.0)?
-- ``fenced``: do Fetch and OffsetsForLeaderEpoch carry the sender's current leader epoch and get
-  FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH when it differs from the leader's (KIP-320)?
-- ``expand_waits_for_epoch_start``: may a follower join the ISR only once it has reached the start
-  offset of the leader's current epoch (KIP-320's ISR rule)?
-- ``leader_answer``: how a leader answers OffsetsForLeaderEpoch(requested epoch).
-- ``restart_after_detection``: does the controller notice every bounce (KIP-380, 2.2: a restarted
-  broker registers with a new broker epoch, and the controller handles it as a failure before the
-  broker serves again)? Before that a quick restart could be missed (KAFKA-1120) and the broker
-  re-applied the LeaderAndIsr it had before, even as leader at the same epoch.
+A mode is also a small public API: a variant is ``MODES["epoch"].variant(name=..., ...)`` with
+other rule values or other action functions (docs/variants.md; ``hwcheck verify --mode-file``).
 
-The follower's side of the exchange is the same function in every epoch mode
-(``follower_truncation``): Kafka 2.x follows the 0.11 rule when the answer carries no epoch.
+>>> MODES["epoch"].name, MODES["kip320"].kafka
+('kip380', '2.1')
+>>> what_if = MODES["epoch"].variant(name="what-if", expand_waits_for_epoch_start=False)
+>>> what_if.expand_waits_for_epoch_start, MODES["kip380"].expand_waits_for_epoch_start
+(False, True)
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
-from typing import Callable, Dict, Optional, Tuple
+from typing import Callable, Dict, Mapping, Optional, Tuple
 
-from .log import end_offset_for
+from .log import (Cache, assign_0_11, assign_2_1, end_offset_for_0_11, end_offset_for_2_0,
+                  end_offset_for_2_1)
 from .state import UNDEFINED, Entry, Replica
 
-
-def kip101_answer(cache: Tuple[Entry, ...], leo: int, requested: int) -> Entry:
-    """0.11: the LEO for the leader's latest epoch, else the start offset of the first higher
-    epoch; UNDEFINED when no epoch is higher or the requested one predates the cache.
-    The answer has no epoch (the 0.11 response carried an offset only)."""
-    if cache and cache[-1][0] == requested:
-        return (UNDEFINED, leo)
-    if not cache or requested < cache[0][0]:
-        return (UNDEFINED, UNDEFINED)
-    higher = [start for epoch, start in cache if epoch > requested]
-    return (UNDEFINED, higher[0]) if higher else (UNDEFINED, UNDEFINED)
+# truncating: 0 fetching; 1 truncating with the fetch offset at the HW (the offset ReplicaManager.makeFollowers
+# hands the fetcher); 2 truncating after an intermediate step (the fetch offset moved to that step's offset)
+FETCHING, TRUNCATING, TRUNCATING_AGAIN = 0, 1, 2
 
 
-def kip279_answer(cache: Tuple[Entry, ...], leo: int, requested: int) -> Entry:
-    """2.0 on: ``(epoch, end_offset)`` of the largest epoch <= the requested one."""
-    return end_offset_for(cache, leo, requested)
-
-
-def follower_truncation(rep: Replica, answer: Entry) -> Tuple[int, bool]:
+def follower_truncation(rep: Replica, answer: Entry,
+                        end_offset_for: Callable[[Cache, int, int], Entry]) -> Tuple[int, bool]:
     """Where a follower truncates on an OffsetsForLeaderEpoch answer, and whether it is done
-    (AbstractFetcherThread.getOffsetTruncationState)."""
+    (``AbstractFetcherThread.getOffsetTruncationState`` 2.0.0-2.6.x; 0.11's
+    ``ReplicaFetcherThread.maybeTruncate`` is its first two branches). ``end_offset_for`` is the
+    follower's own cache lookup, of the same release.
+
+    - no answer (UNDEFINED offset): 0.11 truncates to the HW; 2.x to the fetch offset, which is the
+      HW the fetcher started from, or the offset of an intermediate step taken since (= the LEO);
+    - an answer without epoch (a 0.11 leader): min(answer, LEO);
+    - the follower does not track the answered epoch: min(answer, LEO);
+    - the follower's largest epoch <= the answered one is another epoch: step back to its end,
+      ask again;
+    - otherwise min(own end of that epoch, the leader's end, LEO).
+    """
     epoch, end = answer
-    if end == UNDEFINED:                       # the leader knows nothing: fall back to the HW
-        return rep.hw, True
-    if epoch == UNDEFINED:                     # an answer without epoch (0.11 leader)
+    if end == UNDEFINED:
+        return (rep.leo if rep.truncating == TRUNCATING_AGAIN else rep.hw), True
+    if epoch == UNDEFINED:
         return min(end, rep.leo), True
     own_epoch, own_end = end_offset_for(rep.epoch_cache, rep.leo, epoch)
-    if own_end == UNDEFINED:                   # follower tracked no such epoch
+    if own_end == UNDEFINED:
         return min(end, rep.leo), True
-    if own_epoch != epoch:                     # follower lacks the leader's epoch: step back, ask again
+    if own_epoch != epoch:
         return min(own_end, rep.leo), False
     return min(own_end, end, rep.leo), True
 
 
 @dataclass(frozen=True)
+class Change:
+    """One rule a mode changes against the mode below it on the ladder."""
+    rule: str        # what the release does, in one line
+    ref: str         # the KIP or JIRA that made the change
+    source: str      # the Kafka method it copies, at a tag
+
+
+@dataclass(frozen=True)
 class Mode:
+    """The rules of one Kafka release range. Every field but the first four is a rule the actions
+    read; ``actions`` replaces action functions by name (a user's variant)."""
     name: str
-    kafka: str
-    epochs: bool
-    cache_on_become_leader: bool
-    fenced: bool
-    expand_waits_for_epoch_start: bool
-    leader_answer: Optional[Callable[[Tuple[Entry, ...], int, int], Entry]]
-    restart_after_detection: bool
+    kafka: str                       # the Kafka releases it stands for
+    changes: Tuple[Change, ...]      # the rules that differ from the mode below it
+    summary: str = ""
+    # OffsetsForLeaderEpoch and a leader-epoch cache (KIP-101) instead of truncating to the HW
+    epochs: bool = False
+    # LeaderEpochFileCache.assign / endOffsetFor of the release (epoch modes)
+    assign: Optional[Callable[[Cache, int, int], Cache]] = None
+    end_offset_for: Optional[Callable[[Cache, int, int], Entry]] = None
+    # Partition.makeLeader assigns (epoch, LEO) to the cache on taking office (KAFKA-7415, 2.1)
+    cache_on_become_leader: bool = False
+    # requests carry the sender's current leader epoch, fenced when it differs (KIP-320, 2.1)
+    fenced: bool = False
+    # Partition.makeFollower restarts the fetcher when only the epoch changed (2.1); before, an
+    # unchanged leader means nothing to do
+    follow_on_new_epoch: bool = False
+    # ISR expansion also waits for the start offset of the leader's epoch (KAFKA-7128, 2.1)
+    expand_waits_for_epoch_start: bool = False
+    # the controller handles every bounce as a failure before the broker serves again (KIP-380, 2.2)
+    restart_after_detection: bool = False
+    # Log.truncateTo trims the epoch cache even at or beyond the LEO (KAFKA-10706, 2.8)
+    trim_cache_at_leo: bool = False
+    # action functions replaced by name (same signature as in spec/actions.py): (name, function) pairs
+    actions: Tuple[Tuple[str, Callable], ...] = ()
+
+    def variant(self, name: str, kafka: Optional[str] = None, changes: Tuple[Change, ...] = (),
+                actions: Optional[Mapping[str, Callable]] = None, summary: str = "", **rules) -> "Mode":
+        """This mode with some rules (fields) or actions replaced: the next rung of the ladder, or a
+        user's what-if. Unknown rule names are an error."""
+        unknown = sorted(set(rules) - {f.name for f in dataclasses.fields(self)})
+        if unknown:
+            raise TypeError(f"unknown rule(s) {', '.join(unknown)}")
+        merged = dict(self.actions)
+        merged.update(actions or {})
+        return dataclasses.replace(self, name=name, kafka=kafka if kafka is not None else self.kafka,
+                                   changes=tuple(changes), summary=summary,
+                                   actions=tuple(sorted(merged.items())), **rules)
 
 
-MODE_RULES: Dict[str, Mode] = {
-    "hw": Mode("hw", "before 0.11", False, False, False, False, None, False),
-    "kip101": Mode("kip101", "0.11", True, False, False, False, kip101_answer, False),
-    "kip279": Mode("kip279", "2.0", True, False, False, False, kip279_answer, False),
-    "epoch": Mode("epoch", "2.1 to today (KIP-320, with KIP-380's bounce detection)", True, True, True, True,
-                  kip279_answer, True),
-}
+HW = Mode(
+    "hw", "0.10.0-0.10.2", summary="HW truncation: a follower truncates to its HW when it follows a new leader",
+    changes=(
+        Change("a follower truncates its log to its HW when it starts following a different leader; "
+               "taking office and a restart truncate nothing",
+               "(before KIP-101)", "ReplicaManager.makeFollowers, Partition.makeFollower @0.10.2.1"),
+        Change("a broker that restarts before the controller notices re-applies the LeaderAndIsr it had",
+               "KAFKA-1120", "KafkaController.onBrokerStartup @0.10.2.1"),
+    ))
+
+KIP101 = HW.variant(
+    "kip101", "0.11.0-1.1", summary="leader epochs: OffsetsForLeaderEpoch answers an offset",
+    epochs=True, assign=assign_0_11, end_offset_for=end_offset_for_0_11,
+    changes=(
+        Change("a follower asks OffsetsForLeaderEpoch(latest cached epoch) and truncates to "
+               "min(answer, LEO), to its HW when the answer is UNDEFINED",
+               "KIP-101", "ReplicaFetcherThread.maybeTruncate @0.11.0.0"),
+        Change("the leader answers the LEO for its latest epoch, else the start of the first higher "
+               "epoch; UNDEFINED below its first epoch",
+               "KIP-101", "LeaderEpochFileCache.endOffsetFor @0.11.0.0"),
+        Change("an appended batch adds (epoch, offset) to the cache only above the latest epoch "
+               "and at or past its start; nothing is removed",
+               "KIP-101", "LeaderEpochFileCache.assign, Log.append @0.11.0.0"),
+    ))
+
+KIP279 = KIP101.variant(
+    "kip279", "2.0", summary="the answer is (epoch, end offset); the follower may step back and ask again",
+    end_offset_for=end_offset_for_2_0,
+    changes=(
+        Change("the leader answers (largest epoch <= requested, its end offset); UNDEFINED below "
+               "its first epoch", "KIP-279", "LeaderEpochFileCache.endOffsetFor @2.0.0"),
+        Change("the follower truncates to min(own end, leader's end) of that epoch, steps back and asks "
+               "again when it lacks it, and falls back to its fetch offset (not its HW) on UNDEFINED",
+               "KIP-279", "AbstractFetcherThread.getOffsetTruncationState @2.0.0"),
+    ))
+
+KIP320 = KIP279.variant(
+    "kip320", "2.1", summary="fencing by leader epoch; a new leader caches its epoch on taking office",
+    assign=assign_2_1, end_offset_for=end_offset_for_2_1, cache_on_become_leader=True, fenced=True,
+    follow_on_new_epoch=True, expand_waits_for_epoch_start=True,
+    changes=(
+        Change("Fetch and OffsetsForLeaderEpoch carry the sender's leader epoch; a leader at another "
+               "epoch answers FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH",
+               "KIP-320", "Partition.localReplicaWithEpochOrException @2.1.0"),
+        Change("a new leader assigns (epoch, LEO) to its cache on taking office",
+               "KAFKA-7415", "Partition.makeLeader @2.1.0"),
+        Change("assign truncates conflicting entries (epoch >= new or start >= new) before appending",
+               "KAFKA-7415", "LeaderEpochFileCache.assign @2.1.0"),
+        Change("an epoch below the first cached one is answered (requested, first start)",
+               "KAFKA-7415", "LeaderEpochFileCache.endOffsetFor @2.1.0"),
+        Change("a follower whose leader is unchanged but whose epoch moved restarts its fetcher "
+               "(and truncates)", "KIP-320", "Partition.makeFollower @2.1.0"),
+        Change("ISR expansion also waits for the follower to reach the start of the leader's epoch",
+               "KAFKA-7128", "Partition.maybeExpandIsr @2.1.0"),
+    ))
+
+KIP380 = KIP320.variant(
+    "kip380", "2.2-2.6 (ZooKeeper)", summary="broker epochs: the controller sees every bounce",
+    restart_after_detection=True,
+    changes=(
+        Change("a restarted broker registers with a new broker epoch and the controller handles it "
+               "as failed before it serves again", "KIP-380",
+               "KafkaController.processBrokerChange @2.2.0"),
+    ))
+
+LADDER: Tuple[Mode, ...] = (HW, KIP101, KIP279, KIP320, KIP380)
+MODES: Dict[str, Mode] = {m.name: m for m in LADDER}
+NEWEST = LADDER[-1].name
+# `epoch` always names the newest mode
+ALIASES: Dict[str, str] = {"epoch": NEWEST}
+
+
+def register(mode: Mode) -> Mode:
+    """Make a variant known by its name (``hwcheck verify --mode-file`` does this), so that a
+    Config can name it. A name already taken by another mode is refused."""
+    if not isinstance(mode, Mode):
+        raise TypeError("a mode must be a hwcheck.spec.modes.Mode (make one with MODES[...].variant(...))")
+    taken = MODES.get(mode.name)
+    if (taken is not None and taken != mode) or mode.name in ALIASES:
+        raise ValueError(f"mode name {mode.name!r} is taken")
+    MODES[mode.name] = mode
+    return mode

@@ -17,6 +17,10 @@ from typing import NamedTuple, Tuple
 NONE, LEADER, FOLLOWER = 0, 1, 2
 ROLE_NAMES = ("none", "leader", "follower")
 
+# PREFERRED: the first replica of the partition's assignment (the preferred leader); the model keeps the
+# assignment's order fixed, so r0 leads first and the preferred-replica election only ever elects it
+PREFERRED = 0
+
 # kinds of the one message a follower may have in flight (Kafka's fetcher is synchronous)
 # Fetch: (FETCH, leader, current_leader_epoch, fetch_offset)
 # FetchResponse: (FETCH_RESPONSE, leader, records, hw, leader_leo)
@@ -50,9 +54,10 @@ class Replica(NamedTuple):
 
 
 class Controller(NamedTuple):
-    leader: int   # UNDEFINED when the partition has no leader
+    leader: int   # UNDEFINED when the partition has no leader (offline)
     epoch: int    # the latest leader epoch it handed out
     isr: int      # bitmask
+    live: int     # bitmask: the brokers it believes are up (registered in ZooKeeper)
 
 
 class History(NamedTuple):
@@ -68,6 +73,7 @@ class State(NamedTuple):
     replicas: Tuple[Replica, ...]
     controller: Controller
     inflight: Tuple[tuple, ...]  # per follower: () or its one outstanding request/response
+    stale: Tuple[tuple, ...]     # per follower: () or one Fetch its sender has since abandoned
     history: History
 
 

@@ -323,16 +323,13 @@ def _remove_from_isr(c: Controller, r: int) -> Controller:
     return c._replace(isr=c.isr & ~(1 << r), epoch=c.epoch + 1, leader=UNDEFINED if c.leader == r else c.leader)
 
 
-def controller_handle_failure(s: State, rules: Rules, r: int) -> Optional[State]:
-    """The controller notices a dead broker (its ZooKeeper session expired: KafkaController
-    .onBrokerFailure -> onReplicasBecomeOffline @2.2.0). If r led, the partition goes offline (its
-    election is ``elect_offline``, a step of its own here; the controller writes one LeaderAndIsr
-    for both, so the step does not bump the epoch); if r followed in the ISR, it leaves the ISR with
-    a new leader epoch (OfflineReplica). Separate from the crash, so before KIP-380 a fast restart
-    can win the race."""
+def _broker_gone(s: State, rules: Rules, r: int) -> Optional[State]:
+    """The controller handles a broker it no longer sees (its ZooKeeper session ended:
+    KafkaController.onBrokerFailure -> onReplicasBecomeOffline @2.2.0). If r led, the partition goes
+    offline (its election is ``elect_offline``, a step of its own here; the controller writes one
+    LeaderAndIsr for both, so this step does not bump the epoch); if r followed in the ISR, it leaves
+    the ISR with a new leader epoch (OfflineReplica). None when that epoch is beyond the bound."""
     c = s.controller
-    if s.replicas[r].alive or not c.live >> r & 1:
-        return None
     live = c.live & ~(1 << r)
     if c.leader == r:
         isr = c.isr & ~(1 << r) if _size(c.isr) > 1 else c.isr
@@ -341,6 +338,34 @@ def controller_handle_failure(s: State, rules: Rules, r: int) -> Optional[State]
     if new.epoch > rules.cfg.max_epoch:
         return None
     return _with_controller(s, new._replace(live=live))
+
+
+def controller_handle_failure(s: State, rules: Rules, r: int) -> Optional[State]:
+    """The controller notices a dead broker once its session times out. Separate from the crash,
+    so before KIP-380 a fast restart can win the race."""
+    if s.replicas[r].alive or not s.controller.live >> r & 1:
+        return None
+    return _broker_gone(s, rules, r)
+
+
+def session_expire(s: State, rules: Rules, r: int) -> Optional[State]:
+    """A live broker's ZooKeeper session expires (a long GC pause, a network partition from
+    ZooKeeper): the controller handles it as failed while it runs on, still believing what its last
+    LeaderAndIsr said, until it registers again (``register``). The fast leader changes of
+    KAFKA-6361 start this way. Uses the crash budget."""
+    if not (s.replicas[r].alive and s.controller.live >> r & 1 and s.history.crashes < rules.cfg.crashes):
+        return None
+    s = _broker_gone(s, rules, r)
+    return s and s._replace(history=s.history._replace(crashes=s.history.crashes + 1))
+
+
+def register(s: State, rules: Rules, r: int) -> Optional[State]:
+    """A running broker whose session expired registers again; the controller sees it come up
+    (KafkaController.onBrokerStartup: it gets the current LeaderAndIsr)."""
+    c = s.controller
+    if not (s.replicas[r].alive and not c.live >> r & 1):
+        return None
+    return _with_controller(s, c._replace(live=c.live | 1 << r))
 
 
 def elect_offline(s: State, rules: Rules, r: int) -> Optional[State]:
@@ -375,17 +400,14 @@ def elect_preferred(s: State, rules: Rules, r: int) -> Optional[State]:
     return _with_controller(s, c._replace(leader=r, epoch=c.epoch + 1))
 
 
-def _shutdown_cleanly(s: State, rules: Rules, r: int) -> State:
+def _shutdown_cleanly(s: State, rules: Rules, r: int) -> Optional[State]:
     """A controlled shutdown ends as KafkaServer.shutdown does: ReplicaManager.shutdown(checkpointHW
     = true) and LogManager.shutdown (flushed, clean-shutdown marker), then the broker leaves
-    ZooKeeper and the controller handles it as gone."""
+    ZooKeeper and the controller handles it as gone (a follower leaves the ISR with a new epoch:
+    KafkaController.doControlledShutdown sends StopReplica, then OfflineReplica)."""
     rep = s.replicas[r]
-    s = _stop(s, r, rep._replace(flushed=rep.leo))
-    c = s.controller
-    if c.leader == r:        # it could not hand leadership over: the partition goes offline
-        c = c._replace(leader=UNDEFINED)
-    s = _with_controller(s, c._replace(live=c.live & ~(1 << r)))
-    return s._replace(history=s.history._replace(crashes=s.history.crashes + 1))
+    s = _broker_gone(_stop(s, r, rep._replace(flushed=rep.leo)), rules, r)
+    return s and s._replace(history=s.history._replace(crashes=s.history.crashes + 1))
 
 
 def controlled_shutdown(s: State, rules: Rules, r: int) -> Optional[State]:
@@ -399,11 +421,7 @@ def controlled_shutdown(s: State, rules: Rules, r: int) -> Optional[State]:
         return None
     if c.leader == r and c.isr & c.live & ~(1 << r):
         return None          # a leader with a live ISR peer hands over: controlled_shutdown_leader
-    if c.leader != r:
-        c = _remove_from_isr(c, r)
-        if c.epoch > rules.cfg.max_epoch:
-            return None
-    return _shutdown_cleanly(_with_controller(s, c), rules, r)
+    return _shutdown_cleanly(s, rules, r)
 
 
 def controlled_shutdown_leader(s: State, rules: Rules, l: int, r: int) -> Optional[State]:
@@ -508,6 +526,8 @@ ACTIONS = (
     ("controlled_shutdown", controlled_shutdown, 1),
     ("controlled_shutdown_leader", controlled_shutdown_leader, 2),
     ("controller_handle_failure", controller_handle_failure, 1),
+    ("session_expire", session_expire, 1),
+    ("register", register, 1),
     ("elect_offline", elect_offline, 1),
     ("elect_preferred", elect_preferred, 1),
     ("become_leader", become_leader, 1),

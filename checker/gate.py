@@ -5,10 +5,10 @@ bounds: every invariant is checked over the whole space) or the name of an invar
 break (only that invariant is checked, and the search stops at its first, shortest violation);
 ``steps`` optionally pins the length of that shortest trace.
 
->>> entries = parse_gate({"hw-loss": {"mode": "hw", "records": 1, "expect": "NoCommittedDataLoss", "steps": 10}})
+>>> entries = parse_gate({"hw-loss": {"mode": "hw", "records": 1, "expect": "NoCommittedDataLoss", "steps": 11}})
 >>> outcome = run_entry(entries[0])
 >>> outcome.passed, outcome.got
-(True, 'NoCommittedDataLoss(10)')
+(True, 'NoCommittedDataLoss(11)')
 """
 
 from __future__ import annotations

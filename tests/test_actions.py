@@ -52,8 +52,9 @@ def test_remote_leo_moves_only_when_the_leader_handles_a_fetch():
                     if a.role == b.role == LEADER and a.leader_epoch == b.leader_epoch and a.alive and b.alive:
                         for f in range(model.cfg.replicas):
                             if a.remote_leo[f] != b.remote_leo[f]:
-                                assert label == ("leader_handle_fetch", r, f)
-                                assert b.remote_leo[f] == s.inflight[f][3]   # the fetch offset
+                                assert label in (("leader_handle_fetch", r, f), ("leader_handle_stale_fetch", r, f))
+                                msg = s.inflight[f] if label[0] == "leader_handle_fetch" else s.stale[f]
+                                assert b.remote_leo[f] == msg[3]             # the fetch offset
                                 checked += 1
                 if t not in seen:
                     seen.add(t)
@@ -100,16 +101,19 @@ def test_fetch_refused_from_a_dead_leader(hw_model):
     assert hw_model.step(s, SF1) is None
 
 
-def test_a_crash_drops_messages_to_and_from_the_replica(hw_model):
+def test_a_crash_drops_messages_to_and_from_the_replica_but_its_fetch_outlives_it(hw_model):
     s = run_labels(hw_model, [P0, SF1])[-1]
     assert s.inflight[1][0] == FETCH
-    assert hw_model.step(s, ("crash", 0)).inflight == ((), ())
+    assert hw_model.step(s, ("crash", 0)).inflight == ((), ())          # a request to a dead leader
+    t = hw_model.step(s, ("crash", 1))
+    assert t.inflight == ((), ()) and t.stale == ((), s.inflight[1])    # its own fetch is still on its way
     s = run_labels(hw_model, [P0, SF1, LH01])[-1]
-    assert hw_model.step(s, ("crash", 1)).inflight == ((), ())
+    t = hw_model.step(s, ("crash", 1))
+    assert t.inflight == ((), ()) and t.stale == ((), ())               # a response to it is lost
 
 
 def test_only_a_leader_handles_a_fetch(hw_model):
-    s = run_labels(hw_model, [SF1, ("elect", 1), ("become_follower", 0)])[-1]
+    s = run_labels(hw_model, [SF1, ("controlled_shutdown_leader", 0, 1), ("restart", 0), ("become_follower", 0)])[-1]
     s = s._replace(inflight=((), (FETCH, 0, 0, 0)))
     assert hw_model.step(s, LH01) is None
     assert hw_model.step(s, ("reject_request", 0, 1)).inflight == ((), ())
@@ -129,19 +133,21 @@ def test_hw_mode_does_not_fence(hw_model):
 
 def test_clean_election_only_from_the_isr():
     model = Model(Config(mode="hw"))
-    s = run_labels(model, [P0, ("shrink_isr", 0, 1)])[-1]
-    assert model.step(s, ("elect", 1)) is None
-    s = run_labels(model, [P0, ("shrink_isr", 0, 1), ("crash", 0)])[-1]
-    assert model.step(s, ("elect", 1)) is None                       # no live ISR member, still clean
+    s = run_labels(model, [P0, ("shrink_isr", 0, 1), ("crash", 0), ("controller_handle_failure", 0)])[-1]
+    assert s.controller.leader == UNDEFINED and s.controller.isr == 0b01
+    assert model.step(s, ("elect_offline", 1)) is None               # no live ISR member, still clean
     unclean = Model(Config(mode="hw", unclean_election=True))
-    t = run_labels(unclean, [P0, ("shrink_isr", 0, 1), ("crash", 0), ("elect", 1)])[-1]
+    t = run_labels(unclean, [P0, ("shrink_isr", 0, 1), ("crash", 0), ("controller_handle_failure", 0),
+                             ("elect_offline", 1)])[-1]
     assert t.controller.leader == 1 and t.controller.isr == 0b10
 
 
 def test_election_bounded_by_max_epoch():
     model = Model(Config(mode="hw", max_epoch=1))
-    s = run_labels(model, [("elect", 1)])[-1]
-    assert model.step(s, ("elect", 0)) is None
+    s = run_labels(model, [("session_expire", 0), ("elect_offline", 1), ("register", 0)])[-1]
+    s = model.step(s, ("session_expire", 1))
+    assert s.controller.leader == UNDEFINED
+    assert model.step(s, ("elect_offline", 0)) is None and model.step(s, ("elect_offline", 1)) is None
 
 
 def test_crash_bounded_and_restart_only_when_down(hw_model):
@@ -168,26 +174,28 @@ def test_expand_isr_waits_for_the_hw():
 
 # ------------------------------------------------------------------ truncation rules by mode
 
-def test_hw_mode_truncates_to_hw_on_restart(hw_model):
+def test_hw_mode_truncates_to_hw_when_it_follows_again_after_a_restart(hw_model):
     s = run_labels(hw_model, [P0, SF1, LH01, FH1, ("crash", 1), ("restart", 1)])[-1]
-    assert s.replicas[1].log == () and s.replicas[1].role == NONE
+    assert s.replicas[1].log == ((0, 0),) and s.replicas[1].role == NONE
+    s = hw_model.step(s, ("become_follower", 1))
+    assert s.replicas[1].log == () and s.replicas[1].role == FOLLOWER
 
 
 def test_epoch_mode_keeps_the_log_on_restart_and_asks_the_leader(epoch_model):
-    s = run_labels(epoch_model, [P0, SF1, LH01, FH1, ("crash", 1), ("controller_detect_failure", 1),
-                                 ("restart", 1), ("become_follower", 1)])[-1]
+    s = run_labels(epoch_model, [P0, SF1, LH01, FH1, ("crash", 1), ("controller_handle_failure", 1),
+                                 ("become_leader", 0), ("restart", 1), ("become_follower", 1)])[-1]
     f = s.replicas[1]
     assert f.log == ((0, 0),) and f.epoch_cache == ((0, 0),) and f.truncating and f.role == FOLLOWER
-    s = run_labels(epoch_model, [P0, SF1, LH01, FH1, ("crash", 1), ("controller_detect_failure", 1),
-                                 ("restart", 1), ("become_follower", 1),
+    s = run_labels(epoch_model, [P0, SF1, LH01, FH1, ("crash", 1), ("controller_handle_failure", 1),
+                                 ("become_leader", 0), ("restart", 1), ("become_follower", 1),
                                  ("send_epoch_request", 1), ("leader_handle_epoch_request", 0, 1)])[-1]
-    assert s.inflight[1][2:] == (0, 1)          # epoch 0 ends at the leader's LEO 1
+    assert s.inflight[1][2:] == (0, 1)          # epoch 0 ends where epoch 1 (taken at LEO 1) starts
     f = epoch_model.step(s, ("follower_handle_epoch_response", 1)).replicas[1]
     assert f.log == ((0, 0),) and not f.truncating   # nothing to truncate: KIP-101 keeps m1
 
 
 def test_epoch_mode_new_leader_adds_cache_entry_on_taking_office(epoch_model):
-    s = run_labels(epoch_model, [P0, ("elect", 1), ("become_leader", 1)])[-1]
+    s = run_labels(epoch_model, [P0, ("controlled_shutdown_leader", 0, 1), ("become_leader", 1)])[-1]
     assert s.replicas[1].epoch_cache == ((1, 0),)
 
 
@@ -195,7 +203,7 @@ def test_epoch_mode_restarts_only_after_the_controller_handled_the_failure(epoch
     """KIP-380: a bounce is never missed; before it (hw mode here) a fast restart can win."""
     s = run_labels(epoch_model, [("crash", 0)])[-1]
     assert epoch_model.step(s, ("restart", 0)) is None
-    s = epoch_model.step(s, ("controller_detect_failure", 0))
+    s = epoch_model.step(s, ("controller_handle_failure", 0))
     assert s.controller.leader == -1 and epoch_model.step(s, ("restart", 0)) is not None
     assert hw_model.step(run_labels(hw_model, [("crash", 0)])[-1], ("restart", 0)) is not None
 
@@ -215,5 +223,6 @@ def test_config_rejects_bad_knobs(knobs, words):
         Config(**knobs)
 
 
-def test_kip320_is_epoch():
-    assert Config(mode="kip320").mode == "epoch"
+def test_epoch_is_the_newest_mode():
+    from hwcheck.spec.modes import LADDER
+    assert Config(mode="epoch").mode == LADDER[-1].name == Config().mode

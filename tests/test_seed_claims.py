@@ -1,6 +1,7 @@
 """Seed 000 comments 18-19: a restarted follower's OffsetsForLeaderEpoch request is outstanding
 when the leader dies. With leader epochs the follower has truncated nothing yet, so if it is
-elected it still holds every acknowledged record; under hw mode it truncated at restart."""
+elected it still holds every acknowledged record; under hw mode it truncated to its HW when it
+started following again after the restart (ReplicaManager.makeFollowers @0.10.2.1)."""
 
 
 from hwcheck.spec import Config, Model
@@ -9,7 +10,7 @@ from .conftest import run_labels
 
 P0, SF1, LH, FH = ("produce", 0), ("send_fetch", 1), ("leader_handle_fetch", 0, 1), ("follower_handle_fetch", 1)
 ACKED = [P0, P0, SF1, LH, FH, SF1, LH]        # r1 has m0 m1; r0's HW is 2: both acknowledged
-LEADER_DIES = [("crash", 0), ("controller_detect_failure", 0)]
+LEADER_DIES = [("crash", 0), ("controller_handle_failure", 0)]
 
 
 def test_kip279_fast_bounce_keeps_acked_records_when_the_leader_dies_mid_exchange():
@@ -17,7 +18,7 @@ def test_kip279_fast_bounce_keeps_acked_records_when_the_leader_dies_mid_exchang
     model = Model(Config(mode="kip279"))
     states = run_labels(model, ACKED + [("crash", 1), ("restart", 1), ("become_follower", 1),
                                         ("send_epoch_request", 1)] + LEADER_DIES
-                        + [("elect", 1), ("become_leader", 1)])
+                        + [("elect_offline", 1), ("become_leader", 1)])
     mid_exchange = states[len(ACKED) + 4]
     assert mid_exchange.inflight[1][0] == 3 and mid_exchange.history.acked == (0, 1)
     assert all(not model.violated(s) for s in states)
@@ -27,15 +28,15 @@ def test_kip279_fast_bounce_keeps_acked_records_when_the_leader_dies_mid_exchang
 def test_epoch_mode_cannot_elect_the_restarted_follower_at_all():
     """With KIP-380 the bounce is handled: r1 left the ISR, so only r0 may lead (clean election)."""
     model = Model(Config(mode="epoch"))
-    states = run_labels(model, ACKED + [("crash", 1), ("controller_detect_failure", 1), ("restart", 1),
+    states = run_labels(model, ACKED + [("crash", 1), ("controller_handle_failure", 1), ("restart", 1),
                                         ("become_follower", 1), ("send_epoch_request", 1)] + LEADER_DIES)
     assert all(not model.violated(s) for s in states)
-    assert model.step(states[-1], ("elect", 1)) is None
+    assert model.step(states[-1], ("elect_offline", 1)) is None
 
 
 def test_hw_mode_loses_them_on_the_same_schedule():
     model = Model(Config(mode="hw"))
     states = run_labels(model, ACKED + [("crash", 1), ("restart", 1), ("become_follower", 1)] + LEADER_DIES
-                        + [("elect", 1), ("become_leader", 1)])
+                        + [("elect_offline", 1), ("become_leader", 1)])
     assert states[-1].replicas[1].log == ()
     assert "NoCommittedDataLoss" in model.violated(states[-1])

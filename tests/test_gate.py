@@ -6,6 +6,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from hwcheck.checker.gate import parse_gate
+from hwcheck.spec.modes import LADDER
 
 from .conftest import ROOT, run_cli
 
@@ -14,10 +15,10 @@ SMALL = """
 description = "KIP-101 scenario 1"
 mode = "hw"
 records = 1
-crashes = 1
+crashes = 2
 max_epoch = 1
 expect = "NoCommittedDataLoss"
-steps = 10
+steps = 11
 
 [gate.epoch-small]
 mode = "epoch"
@@ -30,7 +31,7 @@ expect = "holds"
 mode = "epoch"
 acks = "1"
 records = 1
-crashes = 0
+crashes = 1
 max_epoch = 1
 expect = "NoCommittedDataLoss"
 """
@@ -48,7 +49,7 @@ def test_gate_passes_and_writes_junit(tmp_path):
 
 @pytest.mark.parametrize("old, new", [
     ('expect = "holds"', 'expect = "NoLogDivergence"'),      # a holding row now expected to break
-    ("steps = 10", "steps = 9"),                             # the shortest trace moved
+    ("steps = 11", "steps = 10"),                            # the shortest trace moved
     ('acks = "1"', 'acks = "all"'),                          # the settings changed under the expectation
 ])
 def test_a_moved_verdict_fails_the_gate_and_the_junit_file(tmp_path, old, new):
@@ -88,7 +89,7 @@ def test_gate_never_overwrites_a_junit_file(tmp_path):
 def test_the_projects_matrix_is_valid_and_covers_every_mode_and_knob():
     table = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["hwcheck"]["gate"]
     entries = parse_gate(table)
-    assert {e.config.mode for e in entries} == {"hw", "kip101", "kip279", "epoch"}
+    assert {e.config.mode for e in entries} == {m.name for m in LADDER}
     assert any(e.config.unclean_election for e in entries)
     assert any(e.config.power_failures for e in entries)
     assert any(e.config.min_isr > 1 for e in entries)

@@ -406,7 +406,9 @@ def _shutdown_cleanly(s: State, rules: Rules, r: int) -> Optional[State]:
     ZooKeeper and the controller handles it as gone (a follower leaves the ISR with a new epoch:
     KafkaController.doControlledShutdown sends StopReplica, then OfflineReplica)."""
     rep = s.replicas[r]
-    s = _broker_gone(_stop(s, r, rep._replace(flushed=rep.leo)), rules, r)
+    if s.history.power_failures < rules.cfg.power_failures:    # flushed points matter only while one is left
+        rep = rep._replace(flushed=rep.leo)
+    s = _broker_gone(_stop(s, r, rep), rules, r)
     return s and s._replace(history=s.history._replace(crashes=s.history.crashes + 1))
 
 

@@ -14,11 +14,13 @@ from hwcheck.spec import Config, Model, kafka_tla
 
 from .conftest import exact_reachable
 
-DESIGN = [Config(mode="hw", records=1, crashes=1), Config(mode="hw", power_failures=1, crashes=0, records=1),
-          Config(mode="kip101", crashes=0, records=2, max_epoch=2), Config(mode="kip279", crashes=0, records=2),
+# design-model runs (modes by Kafka release); symmetry renames only replicas other than r0 (the
+# preferred replica), so with 2 replicas it is the identity and the 3-replica runs are the ones it reduces
+DESIGN = [Config(mode="hw", records=1, crashes=2), Config(mode="hw", power_failures=1, crashes=0, records=1),
+          Config(mode="kip101", crashes=1, records=2, max_epoch=2), Config(mode="kip279", crashes=1, records=2),
           Config(mode="epoch", records=1, crashes=1), Config(mode="epoch", unclean_election=True, records=1, crashes=1),
           Config(mode="kip279", replicas=3, crashes=0, records=1, max_epoch=2),
-          Config(mode="hw", replicas=3, records=1, crashes=1, max_epoch=1)]
+          Config(mode="hw", replicas=3, records=1, crashes=1, max_epoch=1, acks="1")]
 TLA = [kafka_tla.Config(mode=m, max_leader_epoch=2) for m in kafka_tla.MODES] + [
     kafka_tla.Config(mode="kip279", replicas=3, max_leader_epoch=1)]
 MODELS = [Model(c) for c in DESIGN] + [kafka_tla.Model(c) for c in TLA]
@@ -38,7 +40,10 @@ def assert_replays(model, trace):
 
 @pytest.mark.parametrize("model", MODELS, ids=IDS)
 def test_symmetry_keeps_every_verdict_and_trace_length(model):
-    plain, sym = bfs(model, all_invariants=True), bfs(model, all_invariants=True, symmetry=True)
+    # the 3-replica design run with faults is too large to explore whole here: it stops at its
+    # first violation, which is what symmetry must keep too
+    full = not (getattr(model, "family", "design") == "design" and model.cfg.replicas >= 3 and model.cfg.crashes)
+    plain, sym = bfs(model, all_invariants=full), bfs(model, all_invariants=full, symmetry=True)
     assert sym.verdict == plain.verdict
     assert [(t.invariant, t.steps) for t in sym.violations] == [(t.invariant, t.steps) for t in plain.violations]
     assert sym.distinct_states <= plain.distinct_states
@@ -46,7 +51,8 @@ def test_symmetry_keeps_every_verdict_and_trace_length(model):
         assert_replays(model, trace)
 
 
-@pytest.mark.parametrize("model", [MODELS[0], MODELS[7], MODELS[-1]], ids=["hw", "hw-3", "tla-kip279-3"])
+@pytest.mark.parametrize("model", [MODELS[6], Model(Config(mode="hw", replicas=3, records=1, crashes=0, max_epoch=1)),
+                                   MODELS[-1]], ids=["kip279-3", "hw-3", "tla-kip279-3"])
 def test_symmetry_counts_the_classes_of_reachable_states(model):
     canon = canonicalizer(model)
     states = reachable(model)
@@ -104,7 +110,7 @@ def test_cli_symmetry_and_workers(tmp_path):
     out = tmp_path / "t.itf.json"
     r = CliRunner().invoke(cli, ["verify", "--mode", "hw", "--records", "1", "--symmetry", "--workers", "2",
                                  "--quiet", "--out", str(out)])
-    assert r.exit_code == 1 and "NoCommittedDataLoss after 10 steps" in r.output
+    assert r.exit_code == 1 and "NoCommittedDataLoss after 11 steps" in r.output
     replayed = CliRunner().invoke(cli, ["replay", str(out)])
     assert replayed.exit_code == 0 and "NoCommittedDataLoss broken" in replayed.output
     bad = CliRunner().invoke(cli, ["verify", "--workers", "0"])

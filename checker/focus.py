@@ -6,6 +6,10 @@ when the shorter schedule still replays through ``model.step`` (states recompute
 same invariant; the trace is cut at the first state that breaks it. Repeats until no candidate
 can go, so the result is 1-minimal: removing any single step breaks replay or the violation.
 
+Only safety traces are focused: a name that is not one of ``model.invariants`` (a liveness
+property such as FollowerHwCatchesUp, whose counterexample is a lasso) is refused with a
+ValueError that says so (``hwcheck replay LASSO --focus`` refuses lassos before this).
+
 >>> from hwcheck.spec import Config, Model
 >>> m = Model(Config(mode="hw", records=1))
 >>> from hwcheck.checker.bfs import bfs
@@ -13,6 +17,9 @@ can go, so the result is 1-minimal: removing any single step breaks replay or th
 >>> short = focus(m, t.labels, t.invariant)
 >>> short.steps <= t.steps, replays_to(m, short.labels, t.invariant) is not None
 (True, True)
+>>> focus(m, t.labels, "FollowerHwCatchesUp")
+Traceback (most recent call last):
+ValueError: FollowerHwCatchesUp is not an invariant of the model (a liveness property?): only safety traces can be focused
 """
 
 from __future__ import annotations
@@ -22,11 +29,19 @@ from typing import Iterator, List, Optional, Sequence, Set, Tuple
 from .result import Trace
 
 
+def _invariant(model, name: str):
+    """The predicate of invariant ``name``; a ValueError (not a KeyError) for any other name."""
+    names = dict(model.invariants)
+    if name not in names:
+        raise ValueError(f"{name} is not an invariant of the model (a liveness property?): "
+                         f"only safety traces can be focused")
+    return names[name]
+
+
 def replays_to(model, labels: Sequence[Tuple], invariant: str) -> Optional[Trace]:
     """The trace of ``labels`` from the initial state cut at the first state breaking
     ``invariant``, or None when a step is not enabled or the invariant never breaks."""
-    names = dict(model.invariants)
-    pred = names[invariant]
+    pred = _invariant(model, invariant)
     s = model.init_states()[0]
     states = [s]
     if not pred(s):

@@ -2,21 +2,25 @@
 
 - ``explore(model)``: every reachable state, nodes keyed by fingerprint with the state and the
   invariants it breaks, edges carrying the action labels that lead along them;
-- ``symmetry_quotient``: states equal up to renaming replicas become one node (the full
-  permutation group: r0 is special only in the initial state);
+- ``symmetry_quotient``: states equal up to renaming replicas become one node (every
+  permutation that keeps r0, the preferred replica: with two replicas nothing merges);
 - ``compress_chains``: a node with one way in and one way out becomes part of one labelled edge;
 - ``condense``: each strongly connected component becomes one node (a DAG remains);
 - ``mark_violations``: violating nodes and a shortest path to each, as attributes a DOT renderer
   shows; ``write_graph`` exports by suffix (.dot, .graphml, .json).
 
 >>> from hwcheck.spec import Config, Model
->>> m = Model(Config(mode="hw", records=1, crashes=1, max_epoch=1))
+>>> m = Model(Config(mode="hw", records=1, crashes=1, max_epoch=1, acks="1"))
 >>> g = explore(m)
 >>> g.number_of_nodes(), min(d["depth"] for _, d in g.nodes(data=True) if d["violated"])
-(982, 10)
+(1169, 3)
 >>> q = symmetry_quotient(g, m)
->>> q.number_of_nodes() < g.number_of_nodes(), shortest_violation(q)[0]
-(True, 10)
+>>> q.number_of_nodes() == g.number_of_nodes(), shortest_violation(q)[0]
+(True, 3)
+>>> m3 = Model(Config(mode="hw", replicas=3, records=1, crashes=0, max_epoch=1, acks="1"))
+>>> g3 = explore(m3)
+>>> g3.number_of_nodes(), symmetry_quotient(g3, m3).number_of_nodes()
+(682, 354)
 """
 
 from __future__ import annotations

@@ -29,8 +29,10 @@ from hwcheck.spec.state import LEADER, UNDEFINED, State
 from .result import Trace
 
 # the fetch, handle, epoch-exchange and become-leader/follower steps (of live replicas: the
-# actions of a dead replica are disabled anyway); crash, power_fail, restart, elect, produce,
-# controller_detect_failure, flush, shrink_isr and expand_isr are not fair
+# actions of a dead replica are disabled anyway); the faults and their aftermath (crash,
+# power_fail, restart, controlled_shutdown, controlled_shutdown_leader, session_expire, register),
+# the controller's steps (controller_handle_failure, elect_offline, elect_preferred), produce,
+# flush, shrink_isr, expand_isr and leader_handle_stale_fetch are not fair
 FAIR_ACTIONS = ("send_fetch", "leader_handle_fetch", "follower_handle_fetch", "send_epoch_request",
                 "leader_handle_epoch_request", "follower_handle_epoch_response", "reject_request",
                 "become_leader", "become_follower")

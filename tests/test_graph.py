@@ -12,14 +12,14 @@ from hwcheck.checker.bfs import bfs
 from hwcheck.checker.focus import focus, replays_to
 from hwcheck.checker.graph import (compress_chains, concrete_trace, condense, explore, GraphTooLarge,
                                    mark_violations, shortest_violation, symmetry_quotient)
-from hwcheck.checker.liveness import (PROPERTIES, check_liveness, lasso_to_itf, lasso_violates,
-                                      replay_lasso)
+from hwcheck.checker.liveness import (PROPERTIES, check_liveness, follower_hw_caught_up, lasso_to_itf,
+                                      lasso_violates, replay_lasso)
 from hwcheck.checker.trace import TraceError, load_itf, replay, to_itf
 from hwcheck.spec import Config, Model
 
 from hwcheck.cli.main import cli
 
-from .conftest import ROOT, run_cli
+from .conftest import ROOT, one_line_error, run_cli
 
 CX = ROOT / "counterexamples"
 
@@ -28,11 +28,13 @@ CX = ROOT / "counterexamples"
 
 def json_canonical(model, state) -> str:
     """An independent canonicalisation: rename replica names inside the ITF JSON of a state
-    under every permutation and keep the least serialisation."""
+    under every permutation that keeps r0 (the preferred replica) and keep the least serialisation."""
     doc = model.to_json(state)
     n = model.cfg.replicas
     best = None
     for perm in itertools.permutations(range(n)):
+        if perm[0] != 0:
+            continue
         name = {f"r{r}": f"r{perm[r]}" for r in range(n)}
 
         def ren(x):
@@ -48,16 +50,19 @@ def json_canonical(model, state) -> str:
         c = doc["controller"]
         out = {"replicas": replicas, "history": doc["history"],
                "controller": {"leader": ren(c["leader"]), "epoch": c["epoch"],
-                              "isr": sorted(ren(x) for x in c["isr"]["#set"])},
-               "inflight": {ren(f): dict(m, leader=ren(m["leader"])) for f, m in doc["inflight"].items()}}
+                              "isr": sorted(ren(x) for x in c["isr"]["#set"]),
+                              "live": sorted(ren(x) for x in c["live"]["#set"])},
+               "inflight": {ren(f): dict(m, leader=ren(m["leader"])) for f, m in doc["inflight"].items()},
+               "stale": {ren(f): dict(m, leader=ren(m["leader"])) for f, m in doc["stale"].items()}}
         text = json.dumps(out, sort_keys=True)
         if best is None or text < best:
             best = text
     return best
 
 
+@pytest.mark.slow
 def test_symmetry_quotient_on_three_replicas_counts_the_canonical_states_and_keeps_the_verdict():
-    model = Model(Config(mode="hw", replicas=3, records=1, crashes=0, max_epoch=1, acks="1"))
+    model = Model(Config(mode="hw", replicas=3, records=1, crashes=1, max_epoch=1, acks="1"))
     g = explore(model)
     q = symmetry_quotient(g, model)
     # independent: every reachable state (own search through successors), canonicalised on JSON
@@ -84,12 +89,13 @@ def test_symmetry_quotient_on_three_replicas_counts_the_canonical_states_and_kee
 
 
 def test_chains_and_components_keep_the_violation_and_partition_the_states():
-    model = Model(Config(mode="hw", records=1, crashes=1, max_epoch=1))
+    # acks=1 and one fault: a small graph with a violation (a leader change now costs a fault)
+    model = Model(Config(mode="hw", records=1, crashes=1, max_epoch=1, acks="1"))
     g = explore(model)
     q = symmetry_quotient(g, model)
     c = compress_chains(q)
     assert c.number_of_nodes() < q.number_of_nodes()
-    assert shortest_violation(c)[0] == shortest_violation(q)[0] == 10
+    assert shortest_violation(c)[0] == shortest_violation(q)[0] == 3
     assert sum(d["steps"] for _, _, d in c.edges(data=True)) >= q.number_of_edges()
     s = condense(c)
     assert nx.is_directed_acyclic_graph(s)
@@ -106,14 +112,14 @@ def test_explore_refuses_past_the_node_limit_with_an_estimate():
 
 
 def test_graph_command_exports_each_format(tmp_path):
-    knobs = ["--mode=hw", "--records=1", "--crashes=1", "--max-epoch=1"]
+    knobs = ["--mode=hw", "--records=1", "--crashes=1", "--max-epoch=1", "--acks=1"]
     for suffix in (".dot", ".graphml", ".json"):
         out = tmp_path / f"g{suffix}"
         proc = run_cli("graph", *knobs, "--out", out)
         assert proc.returncode == 1, proc.stderr          # violating states exist
         for name in ("explored", "symmetry", "chains", "scc"):
             assert name in proc.stdout
-        assert "982 nodes" in proc.stdout and "nearest violation 10 steps" in proc.stdout
+        assert "1,169 nodes" in proc.stdout and "nearest violation 3 steps" in proc.stdout
     dot = (tmp_path / "g.dot").read_text()
     assert dot.startswith("digraph") and "fillcolor" in dot and "color=red" in dot
     assert nx.read_graphml(tmp_path / "g.graphml").number_of_nodes() > 0
@@ -180,17 +186,44 @@ def test_a_follower_that_stops_fetching_forever_yields_a_lasso():
 
 
 def test_epoch_mode_liveness_holds_without_crashes():
-    """Before the spec trimmed the epoch cache on a truncation at the LEO, this found a livelock:
-    a follower asking about an epoch it had led without writing, forever (see docs/results.md)."""
+    """Without a fault the leader never changes (r0 leads and is the preferred replica), so no
+    fair behaviour stays unsettled; the KAFKA-10706 livelock (below) needs two faults."""
     model = Model(Config(mode="epoch", records=2, crashes=0, max_epoch=3))
     results = dict(check_liveness(model, explore(model)))
     assert results == {"AckedReachesLiveIsr": None, "FollowerHwCatchesUp": None, "PartitionHasLeader": None}
 
 
+def test_kip380_follower_livelock_is_kafka_10706_and_the_trim_at_the_leo_ends_it():
+    """The curated lasso: under kip380 (2.2-2.6.0) a follower asks about an epoch it led without
+    writing, forever (docs/results.md "KAFKA-10706"). With the 2.6.1/2.7.0 fix, Log.truncateTo
+    trimming the epoch cache at the LEO (the rule trim_cache_at_leo, off in every mode of the
+    ladder), the same schedule leaves the exchange: the cycle cannot be taken again."""
+    from hwcheck.spec.modes import MODES, register
+    doc = load_itf((CX / "kip380-liveness-kafka-10706.itf.json").read_text())
+    done, why = replay_lasso(doc)
+    assert why is None and done.model.cfg.mode == "kip380" and done.trace.invariant == "FollowerHwCatchesUp"
+    assert not any(follower_hw_caught_up(s) for s in done.trace.states[done.loop:])
+    assert not MODES["kip380"].trim_cache_at_leo
+    register(MODES["kip380"].variant(name="kip380-trim", trim_cache_at_leo=True))
+    try:
+        fixed = Model(Config(**dict(doc["#meta"]["hwcheck"]["config"], mode="kip380-trim")))
+        s, ran = fixed.init_states()[0], 0
+        for label in done.trace.labels:
+            s = fixed.step(s, label)
+            if s is None:
+                break
+            ran += 1
+    finally:
+        MODES.pop("kip380-trim", None)
+    assert done.loop <= ran < done.trace.steps      # the prefix runs, the repeated exchange does not
+
+
 def test_lasso_replays_and_its_loop_is_checked():
+    # a cycle closed by a step, not stuttering: r0's ZooKeeper session expires, the controller
+    # handles it as failed, r1 keeps fetching from r0 and nobody takes office (elections are unfair)
     model = Model(Config(mode="hw", records=1, crashes=1, max_epoch=1))
-    lasso = dict(check_liveness(model, explore(model)))["AckedReachesLiveIsr"]
-    assert lasso is not None and 0 <= lasso.loop <= lasso.trace.steps
+    lasso = dict(check_liveness(model, explore(model)))["PartitionHasLeader"]
+    assert lasso is not None and 0 <= lasso.loop < lasso.trace.steps and lasso.closing is not None
     doc = load_itf(json.dumps(lasso_to_itf(model, lasso)))
     assert doc["loop"] == lasso.loop
     done, why = replay_lasso(doc)
@@ -207,7 +240,7 @@ def test_lasso_replays_and_its_loop_is_checked():
 
 def test_verify_liveness_writes_lassos_that_replay(tmp_path):
     out = tmp_path / "lasso.itf.json"
-    proc = run_cli("verify", "--liveness", "--mode=hw", "--records=1", "--crashes=1", "--max-epoch=1",
+    proc = run_cli("verify", "--liveness", "--mode=hw", "--records=1", "--crashes=2", "--max-epoch=1",
                    "--out", out, cwd=tmp_path)
     assert proc.returncode == 1, proc.stderr
     assert "AckedReachesLiveIsr: violated: a lasso" in proc.stdout
@@ -254,7 +287,32 @@ def test_liveness_refuses_every_other_verify_option_in_one_line(flag, args):
 
 # ------------------------------------------------------------------ focusing
 
-@pytest.mark.parametrize("path", sorted(CX.glob("*.itf.json")), ids=lambda p: p.name)
+def _is_lasso(path) -> bool:
+    return "loop" in json.loads(path.read_text())
+
+
+SAFETY_CX = [p for p in sorted(CX.glob("*.itf.json")) if not _is_lasso(p)]
+LASSO_CX = [p for p in sorted(CX.glob("*.itf.json")) if _is_lasso(p)]
+
+
+def test_the_curated_counterexamples_are_safety_traces_or_lassos():
+    assert SAFETY_CX and LASSO_CX
+    assert sorted(SAFETY_CX + LASSO_CX) == sorted(CX.glob("*.itf.json"))
+
+
+@pytest.mark.parametrize("path", LASSO_CX, ids=lambda p: p.name)
+def test_focusing_a_lasso_is_refused(path):
+    """Focusing applies to safety traces: a lasso's property is not an invariant of the model, and
+    cutting its schedule would lose the cycle. The checker and the command both refuse it."""
+    done, why = replay_lasso(load_itf(path.read_text()))
+    assert why is None
+    with pytest.raises(ValueError, match=f"{done.trace.invariant} is not an invariant of the model"):
+        focus(done.model, done.trace.labels, done.trace.invariant)
+    line = one_line_error(run_cli("replay", path, "--focus"))
+    assert "a lasso (liveness trace)" in line
+
+
+@pytest.mark.parametrize("path", SAFETY_CX, ids=lambda p: p.name)
 def test_focusing_every_counterexample_yields_a_trace_that_replays(path):
     done = replay(load_itf(path.read_text()))
     invariant = done.trace.invariant
@@ -269,7 +327,7 @@ def test_focusing_every_counterexample_yields_a_trace_that_replays(path):
 
 
 def test_focus_drops_the_steps_of_an_uninvolved_replica(tmp_path):
-    model = Model(Config(mode="hw", replicas=3, records=1, crashes=0, max_epoch=1, acks="1"))
+    model = Model(Config(mode="hw", replicas=3, records=1, crashes=1, max_epoch=1, acks="1"))
     short = bfs(model).violations[0]
     noise = [("send_fetch", 2), ("leader_handle_fetch", 0, 2), ("follower_handle_fetch", 2)]
     labels = noise + short.labels[:1] + noise + short.labels[1:]

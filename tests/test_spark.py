@@ -12,6 +12,7 @@ import pytest
 from hwcheck.checker.bfs import bfs
 from hwcheck.checker.spark import SparkEngineError, spark_bfs, start_spark
 from hwcheck.spec import Config, Model
+from hwcheck.spec.modes import LADDER
 
 from .conftest import run_cli, run_labels
 
@@ -27,7 +28,7 @@ def sc():
     sc.stop()
 
 
-MODES = ["hw", "kip101", "kip279", "epoch"]
+MODES = [m.name for m in LADDER]
 RUNS = {  # name: (config, spark_bfs options); all run at once on the shared context
     **{mode: (Config(mode=mode, **SMALL), dict(partitions=3 if mode == "hw" else 2)) for mode in MODES},
     "acks1": (Config(mode="epoch", records=1, crashes=1, acks="1"), dict(partitions=2)),

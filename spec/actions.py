@@ -303,7 +303,7 @@ def restart(s: State, rules: Rules, r: int) -> Optional[State]:
     with the controller and waits for LeaderAndIsr. Before KIP-380 it can come back before the
     controller noticed it was gone (KAFKA-1120: the controller compares broker ids only); with
     KIP-380 it registers with a new broker epoch and the controller handles the bounce as a failure
-    first (KafkaController.processBrokerChange @2.2.0)."""
+    first (KafkaController.BrokerChange.process @2.2.0)."""
     rep, c = s.replicas[r], s.controller
     if rep.alive:
         return None

@@ -135,7 +135,7 @@ KIP101 = HW.variant(
     ))
 
 KIP279 = KIP101.variant(
-    "kip279", "2.0", summary="the answer is (epoch, end offset); the follower may step back and ask again",
+    "kip279", "2.0.0", summary="the answer is (epoch, end offset); the follower may step back and ask again",
     end_offset_for=end_offset_for_2_0,
     changes=(
         Change("the leader answers (largest epoch <= requested, its end offset); UNDEFINED below "
@@ -171,7 +171,7 @@ KIP380 = KIP320.variant(
     changes=(
         Change("a restarted broker registers with a new broker epoch and the controller handles it "
                "as failed before it serves again", "KIP-380",
-               "KafkaController.processBrokerChange @2.2.0"),
+               "KafkaController.BrokerChange.process @2.2.0"),
     ))
 
 LADDER: Tuple[Mode, ...] = (HW, KIP101, KIP279, KIP320, KIP380)

@@ -166,7 +166,7 @@ KIP320 = KIP279.variant(
     ))
 
 KIP380 = KIP320.variant(
-    "kip380", "2.2-2.6 (ZooKeeper)", summary="broker epochs: the controller sees every bounce",
+    "kip380", "2.2-2.6.0 (ZooKeeper)", summary="broker epochs: the controller sees every bounce",
     restart_after_detection=True,
     changes=(
         Change("a restarted broker registers with a new broker epoch and the controller handles it "

@@ -85,8 +85,9 @@ class Unrolling:
         return cs
 
     def bounds_ok(self, k: int):
-        enc = self.enc
-        return Z3.And(*[Z3.Or(Z3.Not(g), enc.wf(nxt)) for g, nxt in self.effects(k)])
+        """EncodingBounds at s_k (which the unrolling already constrains to be well formed)."""
+        enc, s = self.enc, self.states[k]
+        return Z3.And(*[Z3.Or(Z3.Not(g), enc.wf_step(s, nxt)) for g, nxt in self.effects(k)])
 
     def property(self, k: int, names: Sequence[str]):
         s = self.states[k]

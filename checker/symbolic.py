@@ -9,14 +9,23 @@ Python's comparison operators) and instantiated twice: with z3 terms (``Z3``) fo
 with plain Python values (``CONCRETE``) so that the agreement test can evaluate the very same
 guards and effects on ten thousand states in seconds.
 
+Modes. The rules of a mode (spec/modes.py) select the encoding's branches: the boolean rules as
+they are; the release functions of spec/log.py (``assign``, ``end_offset_for``) by identity, each
+with its own copy here (``ASSIGN``, ``END_OFFSET_FOR``). A mode that replaces action functions, or
+names a release function this encoding has no copy of, is refused with a ConfigError
+(``check_covered``): the bfs engine runs it.
+
 Layout of a state (``n`` replicas, ``L = records`` log slots, ``C`` epoch-cache slots):
 
 - a log is ``L`` slots of ``(record, epoch)`` with a length (the LEO); slots at or beyond the LEO
   are ``(0, 0)``. A record only ever sits at the offset it was produced at, so ``L`` slots suffice;
 - an epoch cache is ``C = min(max_epoch, records) + 1`` slots of ``(epoch, start)`` with a length
   (epochs and starts strictly increase, so that many entries at most);
+- ``truncating`` is 0/1/2 (fetching, truncating, truncating again after an intermediate step);
+- the controller: leader, epoch, the ISR and the brokers it believes live (``n`` booleans each);
 - in-flight messages: per follower a kind (0 = none), the leader, two fields ``a``/``b``, and for
   a FetchResponse the records at their absolute offsets ``start .. b-1`` (``b`` = leader's LEO);
+- stale requests: per follower none or one abandoned Fetch (kind, leader, epoch, offset);
 - history: ``produced``, ``acked`` per record, ``exposed`` per offset with a length, counters.
 
 Every action whose effect would leave this layout (a log longer than ``L``, ...) is disabled in
@@ -26,8 +35,8 @@ it, so a bound that is too small is reported, never silently cut.
 >>> from hwcheck.spec import Config, Model
 >>> enc = Encoding(Model(Config(mode="hw", records=1)), CONCRETE)
 >>> [s] = enc.model.init_states()
->>> sorted(enc.model.format_label(lab) for lab, _ in enc.successors(s))[:2]
-['become_leader(r0)', 'crash(r0)']
+>>> sorted(enc.model.format_label(lab) for lab, _ in enc.successors(s))[:3]
+['controlled_shutdown(r1)', 'controlled_shutdown_leader(r0,r1)', 'crash(r0)']
 """
 
 from __future__ import annotations
@@ -37,10 +46,15 @@ from typing import Callable, Dict, List, NamedTuple, Optional, Tuple
 import z3
 
 from hwcheck.spec import ConfigError
+from hwcheck.spec.actions import ACTIONS as SPEC_ACTIONS
+from hwcheck.spec.log import assign_0_11, assign_2_1, end_offset_for_0_11, end_offset_for_2_0, end_offset_for_2_1
 
-# constants of spec/state.py, restated (this encoding is the engine's own copy of the protocol)
+# constants of spec/state.py and spec/modes.py, restated (this encoding is the engine's own copy of
+# the protocol)
 NONE, LEADER, FOLLOWER = 0, 1, 2
 NO_MSG, FETCH, FETCH_RESPONSE, EPOCH_REQUEST, EPOCH_RESPONSE = 0, 1, 2, 3, 4
+FETCHING, TRUNCATING, TRUNCATING_AGAIN = 0, 1, 2
+PREFERRED = 0
 UNDEF = -1
 
 
@@ -174,6 +188,19 @@ def ite(o, c, a, b):
     return rebuild(a, iter([o.If(c, x, y) for x, y in zip(leaves(a), leaves(b))]))
 
 
+def _same(a, b) -> bool:
+    """The two terms are the same term, leaf for leaf (not: equal in value)."""
+    for x, y in zip(leaves(a), leaves(b)):
+        if x is y:
+            continue
+        if isinstance(x, z3.ExprRef) or isinstance(y, z3.ExprRef):
+            if not (isinstance(x, z3.ExprRef) and isinstance(y, z3.ExprRef) and x.eq(y)):
+                return False
+        elif x != y:
+            return False
+    return True
+
+
 def equal(o, a, b):
     return o.And(*[x == y for x, y in zip(leaves(a), leaves(b))])
 
@@ -196,14 +223,15 @@ class SRep(NamedTuple):
     flushed: object
     cache: tuple        # C (epoch, start) slots
     clen: object
-    truncating: object
+    truncating: object  # FETCHING / TRUNCATING / TRUNCATING_AGAIN
     remote: tuple       # n ints (meaningful on a leader only; 0 otherwise)
 
 
 class SCtl(NamedTuple):
     leader: object
     epoch: object
-    isr: tuple
+    isr: tuple          # n booleans
+    live: tuple         # n booleans: the brokers the controller believes up
 
 
 class SMsg(NamedTuple):
@@ -213,6 +241,13 @@ class SMsg(NamedTuple):
     b: object           # Fetch: fetch offset; FetchResponse: leader LEO; EpochRequest: requested; EpochResponse: end
     start: object       # FetchResponse: offset of its first record (= b - number of records)
     recs: tuple         # FetchResponse: L (record, epoch) slots at absolute offsets start .. b-1
+
+
+class SStale(NamedTuple):
+    kind: object        # NO_MSG or FETCH
+    peer: object        # the leader it was sent to
+    a: object           # its current leader epoch
+    b: object           # its fetch offset
 
 
 class SHist(NamedTuple):
@@ -228,10 +263,45 @@ class SState(NamedTuple):
     reps: tuple
     ctl: SCtl
     msgs: tuple
+    stale: tuple
     hist: SHist
 
 
 ZERO = (0, 0)
+
+# the release functions of spec/log.py this encoding has a copy of (Encoding.assign_*,
+# Encoding.end_offset_for_*), by identity
+ASSIGN = ((assign_0_11, "0_11"), (assign_2_1, "2_1"))
+END_OFFSET_FOR = ((end_offset_for_0_11, "0_11"), (end_offset_for_2_0, "2_0"), (end_offset_for_2_1, "2_1"))
+
+
+def _release(fn, known) -> Optional[str]:
+    return next((tag for f, tag in known if fn is f), None)
+
+
+def check_covered(model) -> None:
+    """Refuse (one-line ConfigError) a run this encoding cannot express: a mode that replaces
+    action functions or names an assign / end_offset_for of its own, or a spec with an action this
+    encoding lacks."""
+    mode = model.rules.mode
+    why = None
+    unknown = [name for name, _, _ in SPEC_ACTIONS if name not in dict(ACTION_TABLE)]
+    if unknown:
+        raise ConfigError(f"the z3 engine does not encode action(s) {', '.join(unknown)} of the spec "
+                          f"(use the bfs engine)")
+    if mode.actions:
+        why = f"it replaces action(s) {', '.join(name for name, _ in mode.actions)}"
+    elif mode.assign is not None and _release(mode.assign, ASSIGN) is None:
+        why = f"its epoch-cache assign {getattr(mode.assign, '__name__', mode.assign)!s} is not one of spec/log.py's"
+    elif mode.end_offset_for is not None and _release(mode.end_offset_for, END_OFFSET_FOR) is None:
+        why = (f"its end_offset_for {getattr(mode.end_offset_for, '__name__', mode.end_offset_for)!s} "
+               f"is not one of spec/log.py's")
+    elif mode.epochs and mode.end_offset_for is None:
+        why = "it has epochs but no end_offset_for"
+    elif mode.cache_on_become_leader and mode.assign is None:
+        why = "it caches the epoch on becoming leader but has no assign"
+    if why is not None:
+        raise ConfigError(f"the z3 engine does not cover mode {mode.name}: {why} (use the bfs engine)")
 
 
 class Encoding:
@@ -245,9 +315,13 @@ class Encoding:
     def __init__(self, model, o=Z3):
         self.model, self.o = model, o
         cfg, mode = model.cfg, model.rules.mode
+        check_covered(model)
         self.cfg, self.mode = cfg, mode
+        self.assign_rule = _release(mode.assign, ASSIGN)                  # None: no epoch cache is written
+        self.end_offset_rule = _release(mode.end_offset_for, END_OFFSET_FOR)
         self.n, self.L = cfg.replicas, cfg.records
         self.C = min(cfg.max_epoch, cfg.records) + 1
+        self.tracks_flushed = cfg.power_failures > 0     # flushed points exist only with power failures
         self.instances: List[Tuple] = []
         for name, arity in ACTION_TABLE:
             args = [(r,) for r in range(self.n)] if arity == 1 else \
@@ -268,25 +342,28 @@ class Encoding:
 
         def pairs(tag, k):
             return tuple((I(f"{tag}_{j}_0"), I(f"{tag}_{j}_1")) for j in range(k))
-        epochs, power = self.mode.epochs, self.cfg.power_failures > 0
+        epochs, cached = self.mode.epochs, self.assign_rule is not None
 
         def rep(r):
-            # fields a run can never change are constants, not variables (no cache before 0.11,
-            # nothing flushed without power failures)
+            # fields a run can never change are constants, not variables (no cache without an
+            # assign, no truncation state without epochs, nothing flushed without power failures)
             return SRep(B(f"{p}r{r}alive"), I(f"{p}r{r}role"), I(f"{p}r{r}lepoch"), I(f"{p}r{r}leader"),
                         tuple(B(f"{p}r{r}isr{x}") for x in range(n)), pairs(f"{p}r{r}log", L),
-                        I(f"{p}r{r}leo"), I(f"{p}r{r}hw"), I(f"{p}r{r}flushed") if power else 0,
-                        pairs(f"{p}r{r}cache", C) if epochs else (ZERO,) * C,
-                        I(f"{p}r{r}clen") if epochs else 0, B(f"{p}r{r}trunc") if epochs else False,
+                        I(f"{p}r{r}leo"), I(f"{p}r{r}hw"), I(f"{p}r{r}flushed") if self.tracks_flushed else 0,
+                        pairs(f"{p}r{r}cache", C) if cached else (ZERO,) * C,
+                        I(f"{p}r{r}clen") if cached else 0, I(f"{p}r{r}trunc") if epochs else FETCHING,
                         tuple(I(f"{p}r{r}remote{x}") for x in range(n)))
         reps = tuple(rep(r) for r in range(n))
-        ctl = SCtl(I(f"{p}c_leader"), I(f"{p}c_epoch"), tuple(B(f"{p}c_isr{x}") for x in range(n)))
+        ctl = SCtl(I(f"{p}c_leader"), I(f"{p}c_epoch"), tuple(B(f"{p}c_isr{x}") for x in range(n)),
+                   tuple(B(f"{p}c_live{x}") for x in range(n)))
         msgs = tuple(SMsg(I(f"{p}m{f}kind"), I(f"{p}m{f}peer"), I(f"{p}m{f}a"), I(f"{p}m{f}b"),
                           I(f"{p}m{f}start"), pairs(f"{p}m{f}recs", L)) for f in range(n))
+        stale = tuple(SStale(I(f"{p}o{f}kind"), I(f"{p}o{f}peer"), I(f"{p}o{f}a"), I(f"{p}o{f}b"))
+                      for f in range(n))
         hist = SHist(I(f"{p}h_produced"), tuple(I(f"{p}h_acked{j}") for j in range(L)),
                      tuple(I(f"{p}h_exposed{j}") for j in range(L)), I(f"{p}h_xlen"), I(f"{p}h_crashes"),
                      I(f"{p}h_pfails"))
-        return SState(reps, ctl, msgs, hist)
+        return SState(reps, ctl, msgs, stale, hist)
 
     def of_state(self, s) -> SState:
         """A spec state as concrete terms (raises ValueError if it does not fit the layout)."""
@@ -307,7 +384,7 @@ class Encoding:
             remote = tuple(rep.remote_leo) if rep.remote_leo else (0,) * n
             reps.append(SRep(bool(rep.alive), rep.role, rep.leader_epoch, rep.leader, bits(rep.isr),
                              slots(rep.log, L), len(rep.log), rep.hw, rep.flushed, slots(rep.epoch_cache, C),
-                             len(rep.epoch_cache), bool(rep.truncating), remote))
+                             len(rep.epoch_cache), rep.truncating, remote))
         msgs = []
         for m in s.inflight:
             if not m:
@@ -318,13 +395,14 @@ class Encoding:
                 msgs.append(SMsg(FETCH_RESPONSE, peer, hw, leo, start, slots(records, L, start)))
             else:
                 msgs.append(SMsg(m[0], m[1], m[2], m[3], 0, (ZERO,) * L))
+        stale = tuple(SStale(*m) if m else self._no_stale() for m in s.stale)
         h = s.history
         if len(h.exposed) > L:
             raise ValueError("state does not fit the encoding's bounds")
         hist = SHist(h.produced, tuple(h.acked), tuple(h.exposed) + (0,) * (L - len(h.exposed)), len(h.exposed),
                      h.crashes, h.power_failures)
         c = s.controller
-        return SState(tuple(reps), SCtl(c.leader, c.epoch, bits(c.isr)), tuple(msgs), hist)
+        return SState(tuple(reps), SCtl(c.leader, c.epoch, bits(c.isr), bits(c.live)), tuple(msgs), stale, hist)
 
     def to_state(self, v: SState):
         """Concrete terms (of_state, a z3 model's values) back to a spec state."""
@@ -335,7 +413,7 @@ class Encoding:
         reps = []
         for r in v.reps:
             reps.append(Replica(int(r.alive), r.role, r.lepoch, r.leader, mask(r.isr), tuple(r.log[:r.leo]), r.hw,
-                                r.flushed, tuple(r.cache[:r.clen]), int(r.truncating),
+                                r.flushed, tuple(r.cache[:r.clen]), r.truncating,
                                 tuple(r.remote) if r.role == LEADER else ()))
         inflight = []
         for m in v.msgs:
@@ -345,8 +423,9 @@ class Encoding:
                 inflight.append((FETCH_RESPONSE, m.peer, tuple(m.recs[m.start:m.b]), m.a, m.b))
             else:
                 inflight.append((m.kind, m.peer, m.a, m.b))
-        h = v.hist
-        return State(tuple(reps), Controller(v.ctl.leader, v.ctl.epoch, mask(v.ctl.isr)), tuple(inflight),
+        stale = tuple(() if m.kind == NO_MSG else tuple(m) for m in v.stale)
+        h, c = v.hist, v.ctl
+        return State(tuple(reps), Controller(c.leader, c.epoch, mask(c.isr), mask(c.live)), tuple(inflight), stale,
                      History(h.produced, tuple(h.acked), tuple(h.exposed[:h.xlen]), h.crashes, h.pfails))
 
     def values(self, zmodel, s: SState) -> SState:
@@ -362,73 +441,113 @@ class Encoding:
     def wf(self, s: SState):
         """The layout's constraints (ranges, canonical padding): every state the encoding
         represents satisfies them, and each satisfying assignment is exactly one spec state."""
-        o, n, L, C, cfg = self.o, self.n, self.L, self.C, self.cfg
-        E = cfg.max_epoch
-        cs = []
+        return self.o.And(*[check(part) for part, check in self._parts(s)])
 
-        def rng(x, lo, hi):
-            return o.And(lo <= x, x <= hi)
+    def wf_step(self, s: SState, t: SState):
+        """``wf(t)`` for a state ``t`` computed from a well-formed ``s``: the constraints of the
+        parts of ``t`` that are not term for term those of ``s`` (an action leaves most parts as
+        they are; the solver need not be told again that they are well formed)."""
+        return self.o.And(*[check(b) for (a, _), (b, check) in zip(self._parts(s), self._parts(t))
+                            if not _same(a, b)])
 
-        def entry_ok(e):
-            return o.And(rng(e[0], 0, L - 1), rng(e[1], 0, E))
+    def _parts(self, s: SState):
+        """The parts of a state, each with the function giving its layout constraints."""
+        return ([(r, self._wf_rep) for r in s.reps] + [(s.ctl, self._wf_ctl)] + [(m, self._wf_msg) for m in s.msgs]
+                + [(m, self._wf_stale) for m in s.stale] + [(s.hist, self._wf_hist)])
 
-        def zero(e):
-            return o.And(e[0] == 0, e[1] == 0)
-        for r in s.reps:
-            none = r.role == NONE
-            cs += [rng(r.role, 0, 2), rng(r.leo, 0, L), rng(r.hw, 0, L), rng(r.flushed, 0, L), rng(r.clen, 0, C),
-                   o.If(none, o.And(r.lepoch == UNDEF, r.leader == UNDEF, o.Not(r.truncating),
-                                    *[o.Not(b) for b in r.isr]),
-                        o.And(rng(r.lepoch, 0, E), rng(r.leader, 0, n - 1)))]
-            if cfg.power_failures == 0:
-                cs.append(r.flushed == 0)
-            if not self.mode.epochs:
-                cs += [r.clen == 0, o.Not(r.truncating)]
-            for j, e in enumerate(r.log):
-                cs.append(o.If(j < r.leo, entry_ok(e), zero(e)))
-            for j, e in enumerate(r.cache):
-                ok = o.And(rng(e[0], 0, E), rng(e[1], 0, L))
-                if j > 0:
-                    prev = r.cache[j - 1]
-                    ok = o.And(ok, prev[0] < e[0], prev[1] < e[1])
-                cs.append(o.If(j < r.clen, ok, zero(e)))
-            for x in r.remote:
-                cs.append(o.If(r.role == LEADER, rng(x, UNDEF, L), x == 0))
-        cs += [rng(s.ctl.leader, UNDEF, n - 1), rng(s.ctl.epoch, 0, E)]
-        kinds = 4 if self.mode.epochs else 2
-        for m in s.msgs:
-            no_recs = o.And(*[zero(e) for e in m.recs])
-            cs.append(rng(m.kind, 0, kinds))
-            cs.append(o.If(m.kind == NO_MSG, o.And(m.peer == 0, m.a == 0, m.b == 0, m.start == 0, no_recs),
-                           rng(m.peer, 0, n - 1)))
-            cs.append(o.If(m.kind == FETCH, o.And(rng(m.a, 0, E), rng(m.b, 0, L), m.start == 0, no_recs), True))
-            recs_ok = o.And(*[o.If(o.And(m.start <= j, j < m.b), entry_ok(e), zero(e)) for j, e in enumerate(m.recs)])
-            cs.append(o.If(m.kind == FETCH_RESPONSE, o.And(rng(m.a, 0, L), rng(m.b, 0, L), rng(m.start, 0, L),
-                                                           m.start <= m.b, recs_ok), True))
-            cs.append(o.If(m.kind == EPOCH_REQUEST, o.And(rng(m.a, 0, E), rng(m.b, UNDEF, E), m.start == 0, no_recs),
-                           True))
-            cs.append(o.If(m.kind == EPOCH_RESPONSE, o.And(rng(m.a, UNDEF, E), rng(m.b, UNDEF, L), m.start == 0,
-                                                           no_recs), True))
-        h = s.hist
-        cs += [rng(h.produced, 0, L), rng(h.xlen, 0, L), rng(h.crashes, 0, cfg.crashes),
-               rng(h.pfails, 0, cfg.power_failures)]
-        cs += [rng(a, UNDEF, L - 1) for a in h.acked]
-        cs += [o.If(j < h.xlen, rng(x, 0, L - 1), x == 0) for j, x in enumerate(h.exposed)]
+    def _rng(self, x, lo, hi):
+        return self.o.And(lo <= x, x <= hi)
+
+    def _entry_ok(self, e):
+        return self.o.And(self._rng(e[0], 0, self.L - 1), self._rng(e[1], 0, self.cfg.max_epoch))
+
+    def _zero(self, e):
+        return self.o.And(e[0] == 0, e[1] == 0)
+
+    def _wf_rep(self, r: SRep):
+        o, n, L, C, E, rng, zero = self.o, self.n, self.L, self.C, self.cfg.max_epoch, self._rng, self._zero
+        none = r.role == NONE
+        cs = [rng(r.role, 0, 2), rng(r.leo, 0, L), rng(r.hw, 0, L), rng(r.flushed, 0, L), rng(r.clen, 0, C),
+              rng(r.truncating, 0, 2),
+              o.If(none, o.And(r.lepoch == UNDEF, r.leader == UNDEF, r.truncating == FETCHING,
+                               *[o.Not(b) for b in r.isr]),
+                   o.And(rng(r.lepoch, 0, E), rng(r.leader, 0, n - 1)))]
+        if not self.tracks_flushed:
+            cs.append(r.flushed == 0)
+        if self.assign_rule is None:
+            cs.append(r.clen == 0)
+        if not self.mode.epochs:
+            cs.append(r.truncating == FETCHING)
+        for j, e in enumerate(r.log):
+            cs.append(o.If(j < r.leo, self._entry_ok(e), zero(e)))
+        for j, e in enumerate(r.cache):
+            ok = o.And(rng(e[0], 0, E), rng(e[1], 0, L))
+            if j > 0:
+                prev = r.cache[j - 1]
+                ok = o.And(ok, prev[0] < e[0], prev[1] < e[1])
+            cs.append(o.If(j < r.clen, ok, zero(e)))
+        for x in r.remote:
+            cs.append(o.If(r.role == LEADER, rng(x, UNDEF, L), x == 0))
         return o.And(*cs)
+
+    def _wf_ctl(self, c: SCtl):
+        return self.o.And(self._rng(c.leader, UNDEF, self.n - 1), self._rng(c.epoch, 0, self.cfg.max_epoch))
+
+    def _wf_msg(self, m: SMsg):
+        o, n, L, E, rng, zero = self.o, self.n, self.L, self.cfg.max_epoch, self._rng, self._zero
+        kinds = 4 if self.mode.epochs else 2
+        no_recs = o.And(*[zero(e) for e in m.recs])
+        recs_ok = o.And(*[o.If(o.And(m.start <= j, j < m.b), self._entry_ok(e), zero(e)) for j, e in enumerate(m.recs)])
+        return o.And(
+            rng(m.kind, 0, kinds),
+            o.If(m.kind == NO_MSG, o.And(m.peer == 0, m.a == 0, m.b == 0, m.start == 0, no_recs),
+                 rng(m.peer, 0, n - 1)),
+            o.If(m.kind == FETCH, o.And(rng(m.a, 0, E), rng(m.b, 0, L), m.start == 0, no_recs), True),
+            o.If(m.kind == FETCH_RESPONSE, o.And(rng(m.a, 0, L), rng(m.b, 0, L), rng(m.start, 0, L), m.start <= m.b,
+                                                 recs_ok), True),
+            o.If(m.kind == EPOCH_REQUEST, o.And(rng(m.a, 0, E), rng(m.b, UNDEF, E), m.start == 0, no_recs), True),
+            o.If(m.kind == EPOCH_RESPONSE, o.And(rng(m.a, UNDEF, E), rng(m.b, UNDEF, L), m.start == 0, no_recs), True))
+
+    def _wf_stale(self, m: SStale):
+        o, rng = self.o, self._rng
+        return o.If(m.kind == NO_MSG, o.And(m.peer == 0, m.a == 0, m.b == 0),
+                    o.And(m.kind == FETCH, rng(m.peer, 0, self.n - 1), rng(m.a, 0, self.cfg.max_epoch),
+                          rng(m.b, 0, self.L)))
+
+    def _wf_hist(self, h: SHist):
+        o, L, cfg, rng = self.o, self.L, self.cfg, self._rng
+        return o.And(rng(h.produced, 0, L), rng(h.xlen, 0, L), rng(h.crashes, 0, cfg.crashes),
+                     rng(h.pfails, 0, cfg.power_failures), *[rng(a, UNDEF, L - 1) for a in h.acked],
+                     *[o.If(j < h.xlen, rng(x, 0, L - 1), x == 0) for j, x in enumerate(h.exposed)])
 
     def init(self, s: SState):
         return equal(self.o, s, self.of_state(self.model.init_states()[0]))
 
-    # ------------------------------------------------------------ log and epoch cache (spec/log.py)
+    # ------------------------------------------------------------ small state updates
     def _set(self, s: SState, r: int, rep: SRep) -> SState:
         return s._replace(reps=s.reps[:r] + (rep,) + s.reps[r + 1:])
 
     def _send(self, s: SState, f: int, msg: SMsg) -> SState:
         return s._replace(msgs=s.msgs[:f] + (msg,) + s.msgs[f + 1:])
 
+    def _with_ctl(self, s: SState, c: SCtl) -> SState:
+        return s._replace(ctl=c)
+
     def _none(self) -> SMsg:
         return SMsg(NO_MSG, 0, 0, 0, 0, (ZERO,) * self.L)
 
+    @staticmethod
+    def _no_stale() -> SStale:
+        return SStale(NO_MSG, 0, 0, 0)
+
+    def _set_stale(self, s: SState, f: int, m: SStale) -> SState:
+        return s._replace(stale=s.stale[:f] + (m,) + s.stale[f + 1:])
+
+    @staticmethod
+    def _bit(bits, r: int, value):
+        return tuple(value if x == r else b for x, b in enumerate(bits))
+
+    # ------------------------------------------------------------ log and epoch cache (spec/log.py)
     def _prefix(self, slots, k):
         """Slots below k kept, the rest zeroed."""
         return tuple(ite(self.o, j < k, e, ZERO) for j, e in enumerate(slots))
@@ -439,17 +558,39 @@ class Encoding:
         k = o.Sum([o.And(j < clen, keep(e)) for j, e in enumerate(cache)])
         return self._prefix(cache, k), k
 
-    def truncate(self, rep: SRep, offset) -> SRep:
+    def truncate(self, rep: SRep, offset, trim_cache_at_leo: bool = False) -> SRep:
+        """log.truncate: below the LEO the log, HW, flushed point and cache follow it down; at or
+        beyond the LEO nothing changes, but with ``trim_cache_at_leo`` entries starting at the LEO go."""
         o = self.o
         beyond = offset >= rep.leo
         newlen = o.If(beyond, rep.leo, offset)
         cache, clen = self.cache_filter(rep.cache, rep.clen, lambda e: e[1] < newlen)
+        if not trim_cache_at_leo:
+            cache, clen = ite(o, beyond, (rep.cache, rep.clen), (cache, clen))
         return rep._replace(log=self._prefix(rep.log, newlen), leo=newlen,
                             hw=o.If(beyond, rep.hw, tmin(o, rep.hw, offset)),
                             flushed=o.If(beyond, rep.flushed, tmin(o, rep.flushed, offset)),
                             cache=cache, clen=clen)
 
-    def cache_assign(self, cache, clen, epoch, start):
+    def assign(self, cache, clen, epoch, start):
+        """The mode's LeaderEpochFileCache.assign."""
+        if self.assign_rule == "0_11":
+            return self.assign_0_11(cache, clen, epoch, start)
+        return self.assign_2_1(cache, clen, epoch, start)
+
+    def assign_0_11(self, cache, clen, epoch, start):
+        """log.assign_0_11: append only above the latest epoch, at or past the latest start."""
+        o = self.o
+        last = o.select(cache, clen - 1)
+        latest_epoch = o.If(clen > 0, last[0], UNDEF)
+        latest_start = o.If(clen > 0, last[1], UNDEF)
+        ok = o.And(epoch >= 0, epoch > latest_epoch, start >= latest_start)
+        new = tuple(ite(o, j == clen, (epoch, start), e) for j, e in enumerate(cache))
+        return ite(o, ok, (new, clen + 1), (cache, clen))
+
+    def assign_2_1(self, cache, clen, epoch, start):
+        """log.assign_2_1: unless the latest entry is this epoch from an earlier offset, drop
+        the conflicting entries and append."""
         o = self.o
         last = o.select(cache, clen - 1)
         same = o.And(clen > 0, last[0] == epoch, last[1] <= start)
@@ -473,6 +614,32 @@ class Encoding:
         return o.Sum([o.And(j < clen, e[0] <= requested) for j, e in enumerate(cache)])
 
     def end_offset_for(self, cache, clen, leo, requested):
+        """The mode's LeaderEpochFileCache.endOffsetFor."""
+        return getattr(self, f"end_offset_for_{self.end_offset_rule}")(cache, clen, leo, requested)
+
+    def end_offset_for_0_11(self, cache, clen, leo, requested):
+        """log.end_offset_for_0_11: an offset only; the LEO for the latest epoch (UNDEFINED when
+        the cache is empty), else the start of the first higher epoch unless none is higher or
+        the requested one is below the first."""
+        o = self.o
+        last = o.select(cache, clen - 1)
+        h = self._higher(cache, clen, requested)
+        return ite(o, o.If(clen > 0, last[0], UNDEF) == requested, (UNDEF, leo),
+                   ite(o, o.Or(h == clen, h == 0), (UNDEF, UNDEF),
+                       (UNDEF, o.select([e[1] for e in cache], h))))
+
+    def end_offset_for_2_0(self, cache, clen, leo, requested):
+        """log.end_offset_for_2_0: (largest epoch <= requested, its end); UNDEFINED below the first."""
+        o = self.o
+        last = o.select(cache, clen - 1)
+        h = self._higher(cache, clen, requested)
+        general = ite(o, o.Or(h == clen, h == 0), (UNDEF, UNDEF),
+                      (o.select([e[0] for e in cache], h - 1), o.select([e[1] for e in cache], h)))
+        return ite(o, requested == UNDEF, (UNDEF, UNDEF),
+                   ite(o, o.And(clen > 0, last[0] == requested), (requested, leo), general))
+
+    def end_offset_for_2_1(self, cache, clen, leo, requested):
+        """log.end_offset_for_2_1: as 2.0, but below the first epoch (requested, first start)."""
         o = self.o
         last = o.select(cache, clen - 1)
         h = self._higher(cache, clen, requested)
@@ -483,18 +650,12 @@ class Encoding:
         return ite(o, o.Or(requested == UNDEF, clen == 0), (UNDEF, UNDEF),
                    ite(o, last[0] == requested, (requested, leo), general))
 
-    def kip101_answer(self, cache, clen, leo, requested):
-        o = self.o
-        last = o.select(cache, clen - 1)
-        h = self._higher(cache, clen, requested)
-        return ite(o, o.And(clen > 0, last[0] == requested), (UNDEF, leo),
-                   ite(o, o.Or(clen == 0, requested < cache[0][0]), (UNDEF, UNDEF),
-                       ite(o, h < clen, (UNDEF, o.select([e[1] for e in cache], h)), (UNDEF, UNDEF))))
-
     def follower_truncation(self, rep: SRep, epoch, end):
+        """modes.follower_truncation: (offset, done)."""
         o = self.o
         own_epoch, own_end = self.end_offset_for(rep.cache, rep.clen, rep.leo, epoch)
-        return ite(o, end == UNDEF, (rep.hw, True),
+        no_answer = o.If(rep.truncating == TRUNCATING_AGAIN, rep.leo, rep.hw)
+        return ite(o, end == UNDEF, (no_answer, True),
                    ite(o, epoch == UNDEF, (tmin(o, end, rep.leo), True),
                        ite(o, own_end == UNDEF, (tmin(o, end, rep.leo), True),
                            ite(o, own_epoch != epoch, (tmin(o, own_end, rep.leo), False),
@@ -510,9 +671,9 @@ class Encoding:
                 v = ite(o, o.And(i < k, rep.leo + i == j), e, v)
             log.append(v)
         cache, clen = rep.cache, rep.clen
-        if self.mode.epochs:
+        if self.assign_rule is not None:
             for i, e in enumerate(entries):
-                cache, clen = ite(o, i < k, self.cache_assign(cache, clen, e[1], rep.leo + i), (cache, clen))
+                cache, clen = ite(o, i < k, self.assign(cache, clen, e[1], rep.leo + i), (cache, clen))
         return rep._replace(log=tuple(log), leo=rep.leo + k, cache=cache, clen=clen)
 
     # ------------------------------------------------------------ actions (spec/actions.py)
@@ -552,6 +713,43 @@ class Encoding:
     def leader_alive(self, s: SState, rep: SRep):
         return self.o.select([x.alive for x in s.reps], rep.leader)
 
+    def _lost_memory(self, rep: SRep) -> SRep:
+        n = self.n
+        return rep._replace(alive=False, role=NONE, lepoch=UNDEF, leader=UNDEF, isr=(False,) * n,
+                            truncating=FETCHING, remote=(0,) * n)
+
+    def _abandon(self, s: SState, f: int) -> SState:
+        """actions._abandon: f's outstanding message goes; a Fetch becomes its stale request
+        unless it already has one."""
+        o, m, old = self.o, s.msgs[f], s.stale[f]
+        keep = o.And(m.kind == FETCH, old.kind == NO_MSG)
+        s = self._set_stale(s, f, ite(o, keep, SStale(FETCH, m.peer, m.a, m.b), old))
+        return self._send(s, f, self._none())
+
+    def _drop_messages_to(self, s: SState, r: int) -> SState:
+        """actions._drop_messages_to: messages to or from r are lost; r's own Fetch outlives it."""
+        o = self.o
+        msgs = tuple(ite(o, o.And(m.kind != NO_MSG, m.peer == r), self._none(), m) for m in s.msgs)
+        stale = tuple(ite(o, o.And(m.kind != NO_MSG, m.peer == r), self._no_stale(), m) for m in s.stale)
+        return self._abandon(s._replace(msgs=msgs, stale=stale), r)
+
+    def _stop(self, s: SState, r: int, rep: SRep) -> SState:
+        return self._drop_messages_to(self._set(s, r, self._lost_memory(rep)), r)
+
+    def _count_crash(self, s: SState) -> SState:
+        return s._replace(hist=s.hist._replace(crashes=s.hist.crashes + 1))
+
+    def _read_for_follower(self, s: SState, l: int, f: int, offset):
+        """actions._read_for_follower: (state, FetchResponse)."""
+        o, leader = self.o, s.reps[l]
+        remote = tuple(offset if x == f else v for x, v in enumerate(leader.remote))
+        t = self.advance_hw(self._set(s, l, leader._replace(remote=remote)), l)
+        hw = leader.hw if self.cfg.response_hw == "before" else t.reps[l].hw
+        recs = tuple(ite(o, j >= offset, e, ZERO) for j, e in enumerate(leader.log))
+        beyond = offset > leader.leo
+        out_of_range = SMsg(FETCH_RESPONSE, l, leader.hw, leader.leo, leader.leo, (ZERO,) * self.L)
+        return ite(o, beyond, s, t), ite(o, beyond, out_of_range, SMsg(FETCH_RESPONSE, l, hw, leader.leo, offset, recs))
+
     def produce(self, s, r):
         o, rep, cfg = self.o, s.reps[r], self.cfg
         h = s.hist
@@ -566,26 +764,27 @@ class Encoding:
 
     def send_fetch(self, s, f):
         o, rep = self.o, s.reps[f]
-        guard = o.And(rep.alive, rep.role == FOLLOWER, o.Not(rep.truncating), s.msgs[f].kind == NO_MSG,
+        guard = o.And(rep.alive, rep.role == FOLLOWER, rep.truncating == FETCHING, s.msgs[f].kind == NO_MSG,
                       self.leader_alive(s, rep))
         return guard, self._send(s, f, SMsg(FETCH, rep.leader, rep.lepoch, rep.leo, 0, (ZERO,) * self.L))
 
     def leader_handle_fetch(self, s, l, f):
-        o, m, leader = self.o, s.msgs[f], s.reps[l]
-        guard = o.And(m.kind == FETCH, m.peer == l, self.accepts(leader, m.a))
-        offset = m.b
-        out_of_range = self._send(s, f, SMsg(FETCH_RESPONSE, l, leader.hw, leader.leo, leader.leo, (ZERO,) * self.L))
-        remote = tuple(offset if x == f else v for x, v in enumerate(leader.remote))
-        t = self.advance_hw(self._set(s, l, leader._replace(remote=remote)), l)
-        hw = leader.hw if self.cfg.response_hw == "before" else t.reps[l].hw
-        recs = tuple(ite(o, j >= offset, e, ZERO) for j, e in enumerate(leader.log))
-        t = self._send(t, f, SMsg(FETCH_RESPONSE, l, hw, leader.leo, offset, recs))
-        return guard, ite(o, offset > leader.leo, out_of_range, t)
+        o, m = self.o, s.msgs[f]
+        guard = o.And(m.kind == FETCH, m.peer == l, self.accepts(s.reps[l], m.a))
+        t, response = self._read_for_follower(s, l, f, m.b)
+        return guard, self._send(t, f, response)
+
+    def leader_handle_stale_fetch(self, s, l, f):
+        o, m = self.o, s.stale[f]
+        guard = o.And(m.kind != NO_MSG, m.peer == l)
+        t = self._set_stale(s, f, self._no_stale())
+        read, _ = self._read_for_follower(t, l, f, m.b)
+        return guard, ite(o, self.accepts(t.reps[l], m.a), read, t)
 
     def follower_handle_fetch(self, s, f):
         o, m, rep = self.o, s.msgs[f], s.reps[f]
         guard = m.kind == FETCH_RESPONSE
-        rep = ite(o, m.b < rep.leo, self.truncate(rep, m.b), rep)
+        rep = ite(o, m.b < rep.leo, self.truncate(rep, m.b, self.mode.trim_cache_at_leo), rep)
         entries = [o.select(m.recs, m.start + i) for i in range(self.L)]
         rep = self.append(rep, entries, m.b - m.start)
         rep = rep._replace(hw=tmin(o, rep.leo, m.a))
@@ -599,7 +798,7 @@ class Encoding:
 
     def send_epoch_request(self, s, f):
         o, rep = self.o, s.reps[f]
-        guard = o.And(rep.alive, rep.role == FOLLOWER, rep.truncating, s.msgs[f].kind == NO_MSG,
+        guard = o.And(rep.alive, rep.role == FOLLOWER, rep.truncating != FETCHING, s.msgs[f].kind == NO_MSG,
                       self.leader_alive(s, rep))
         msg = SMsg(EPOCH_REQUEST, rep.leader, rep.lepoch, self.latest_epoch(rep), 0, (ZERO,) * self.L)
         return guard, self._send(s, f, msg)
@@ -607,38 +806,27 @@ class Encoding:
     def leader_handle_epoch_request(self, s, l, f):
         o, m, leader = self.o, s.msgs[f], s.reps[l]
         guard = o.And(m.kind == EPOCH_REQUEST, m.peer == l, self.accepts(leader, m.a))
-        answer = self.kip101_answer if self.mode.name == "kip101" else self.end_offset_for
-        epoch, end = answer(leader.cache, leader.clen, leader.leo, m.b)
+        epoch, end = self.end_offset_for(leader.cache, leader.clen, leader.leo, m.b)
         return guard, self._send(s, f, SMsg(EPOCH_RESPONSE, l, epoch, end, 0, (ZERO,) * self.L))
 
     def follower_handle_epoch_response(self, s, f):
         o, m, rep = self.o, s.msgs[f], s.reps[f]
         offset, done = self.follower_truncation(rep, m.a, m.b)
-        rep = self.truncate(rep, offset)._replace(truncating=o.Not(done))
+        rep = self.truncate(rep, offset, self.mode.trim_cache_at_leo)._replace(
+            truncating=o.If(done, FETCHING, TRUNCATING_AGAIN))
         return m.kind == EPOCH_RESPONSE, self._send(self._set(s, f, rep), f, self._none())
 
-    def _lost_memory(self, rep: SRep) -> SRep:
-        n = self.n
-        return rep._replace(alive=False, role=NONE, lepoch=UNDEF, leader=UNDEF, isr=(False,) * n,
-                            truncating=False, remote=(0,) * n)
-
-    def _drop_messages(self, s: SState, r: int) -> SState:
-        o = self.o
-        msgs = tuple(self._none() if f == r else ite(o, o.And(m.kind != NO_MSG, m.peer == r), self._none(), m)
-                     for f, m in enumerate(s.msgs))
-        return s._replace(msgs=msgs)
-
+    # faults
     def crash(self, s, r):
         o, rep = self.o, s.reps[r]
         guard = o.And(rep.alive, s.hist.crashes < self.cfg.crashes)
-        t = self._drop_messages(self._set(s, r, self._lost_memory(rep)), r)
-        return guard, t._replace(hist=t.hist._replace(crashes=t.hist.crashes + 1))
+        return guard, self._count_crash(self._stop(s, r, rep))
 
     def power_fail(self, s, r):
         o, rep, cfg = self.o, s.reps[r], self.cfg
         used = s.hist.pfails
         guard = o.And(rep.alive, used < cfg.power_failures)
-        t = self._drop_messages(self._set(s, r, self._lost_memory(self.truncate(rep, rep.flushed))), r)
+        t = self._stop(s, r, self.truncate(rep, rep.flushed))
         forgotten = t._replace(reps=tuple(x._replace(flushed=0) for x in t.reps))
         t = ite(o, used + 1 == cfg.power_failures, forgotten, t)
         return guard, t._replace(hist=t.hist._replace(pfails=used + 1))
@@ -648,69 +836,110 @@ class Encoding:
         guard = o.And(rep.alive, s.hist.pfails < self.cfg.power_failures, rep.flushed < rep.leo)
         return guard, self._set(s, r, rep._replace(flushed=rep.leo))
 
-    def failure_unhandled(self, s, r):
-        o, c = self.o, s.ctl
-        return o.Or(c.leader == r, o.And(c.isr[r], o.Sum(c.isr) > 1))
-
     def restart(self, s, r):
-        o, rep = self.o, s.reps[r]
+        o, rep, c = self.o, s.reps[r], s.ctl
         guard = o.Not(rep.alive)
         if self.mode.restart_after_detection:
-            guard = o.And(guard, o.Not(self.failure_unhandled(s, r)))
-        rep = rep._replace(alive=True)
-        if not self.mode.epochs:
-            rep = self.truncate(rep, rep.hw)
-        return guard, self._set(s, r, rep)
+            guard = o.And(guard, o.Not(c.live[r]))
+        t = self._set(s, r, rep._replace(alive=True))
+        return guard, self._with_ctl(t, c._replace(live=self._bit(c.live, r, True)))
 
-    def controller_detect_failure(self, s, r):
+    # controller
+    def _broker_gone(self, s: SState, r: int):
+        """actions._broker_gone: (the epoch bound holds, next state). A leader leaves the
+        partition offline (and the ISR, unless the last member) at the same epoch; an ISR member
+        that is not the last leaves it with a new epoch."""
         o, c = self.o, s.ctl
-        guard = o.And(o.Not(s.reps[r].alive), self.failure_unhandled(s, r))
-        several = o.Sum(c.isr) > 1
-        isr = tuple(o.And(b, o.Not(several)) if x == r else b for x, b in enumerate(c.isr))
-        leader = o.If(c.leader == r, UNDEF, c.leader)
-        return guard, s._replace(ctl=c._replace(leader=leader, isr=isr))
+        leads = c.leader == r
+        removing = o.And(o.Not(leads), c.isr[r], o.Sum(c.isr) > 1)
+        isr = self._bit(c.isr, r, o.And(c.isr[r], o.Not(o.Sum(c.isr) > 1)))
+        epoch = o.If(removing, c.epoch + 1, c.epoch)
+        new = SCtl(o.If(leads, UNDEF, c.leader), epoch, isr, self._bit(c.live, r, False))
+        return o.Not(o.And(removing, c.epoch + 1 > self.cfg.max_epoch)), self._with_ctl(s, new)
 
-    def elect(self, s, r):
+    def controller_handle_failure(self, s, r):
+        o = self.o
+        ok, t = self._broker_gone(s, r)
+        return o.And(o.Not(s.reps[r].alive), s.ctl.live[r], ok), t
+
+    def session_expire(self, s, r):
+        o = self.o
+        ok, t = self._broker_gone(s, r)
+        return o.And(s.reps[r].alive, s.ctl.live[r], s.hist.crashes < self.cfg.crashes, ok), self._count_crash(t)
+
+    def register(self, s, r):
+        o, c = self.o, s.ctl
+        return o.And(s.reps[r].alive, o.Not(c.live[r])), self._with_ctl(s, c._replace(live=self._bit(c.live, r, True)))
+
+    def elect_offline(self, s, r):
         o, c, cfg = self.o, s.ctl, self.cfg
-        rep = s.reps[r]
-        live_isr = o.Or(*[o.And(c.isr[x], s.reps[x].alive) for x in range(self.n)])
-        member = c.isr[r]
-        eligible = o.Or(member, o.And(cfg.unclean_election, o.Not(live_isr)))
-        guard = o.And(rep.alive, c.epoch < cfg.max_epoch, c.leader != r, eligible)
-        isr = ite(o, member, c.isr, tuple(x == r for x in range(self.n)))
-        return guard, s._replace(ctl=SCtl(r, c.epoch + 1, isr))
+        live_isr = tuple(o.And(b, up) for b, up in zip(c.isr, c.live))
+        eligible = o.Or(live_isr[r], o.And(cfg.unclean_election, o.Not(o.Or(*live_isr))))
+        guard = o.And(c.leader == UNDEF, c.live[r], c.epoch < cfg.max_epoch, eligible)
+        isr = ite(o, live_isr[r], live_isr, tuple(x == r for x in range(self.n)))
+        return guard, self._with_ctl(s, SCtl(r, c.epoch + 1, isr, c.live))
+
+    def elect_preferred(self, s, r):
+        o, c = self.o, s.ctl
+        if r != PREFERRED:
+            return False, s
+        guard = o.And(c.leader != r, c.live[r], c.isr[r], c.epoch < self.cfg.max_epoch)
+        return guard, self._with_ctl(s, c._replace(leader=r, epoch=c.epoch + 1))
+
+    def _shutdown_cleanly(self, s: SState, r: int):
+        """actions._shutdown_cleanly: (the epoch bound holds, next state)."""
+        o, rep, cfg = self.o, s.reps[r], self.cfg
+        if cfg.power_failures:       # flushed points matter only while a power failure is left
+            rep = ite(o, s.hist.pfails < cfg.power_failures, rep._replace(flushed=rep.leo), rep)
+        ok, t = self._broker_gone(self._stop(s, r, rep), r)
+        return ok, self._count_crash(t)
+
+    def controlled_shutdown(self, s, r):
+        o, c, rep = self.o, s.ctl, s.reps[r]
+        peer = o.Or(*[o.And(c.isr[x], c.live[x]) for x in range(self.n) if x != r])
+        ok, t = self._shutdown_cleanly(s, r)
+        guard = o.And(rep.alive, c.live[r], s.hist.crashes < self.cfg.crashes, o.Not(o.And(c.leader == r, peer)), ok)
+        return guard, t
+
+    def controlled_shutdown_leader(self, s, l, r):
+        o, c, rep, cfg = self.o, s.ctl, s.reps[l], self.cfg
+        guard = o.And(c.leader == l, rep.alive, c.live[l], c.live[r], c.isr[r], s.hist.crashes < cfg.crashes,
+                      c.epoch < cfg.max_epoch)
+        t = self._with_ctl(s, SCtl(r, c.epoch + 1, self._bit(c.isr, l, False), c.live))
+        follows, t = self.become_follower(t, l)      # enabled wherever the spec takes this step
+        ok, t = self._shutdown_cleanly(t, l)
+        return o.And(guard, follows, ok), t
 
     def become_leader(self, s, r):
         o, c, rep = self.o, s.ctl, s.reps[r]
-        new_term = o.Or(rep.role != LEADER, rep.lepoch != c.epoch)
-        guard = o.And(rep.alive, c.leader == r, o.Or(new_term, o.Not(equal(o, rep.isr, c.isr))))
+        guard = o.And(rep.alive, c.leader == r, c.epoch > rep.lepoch)
         cache, clen = rep.cache, rep.clen
         if self.mode.cache_on_become_leader:
-            cache, clen = self.cache_assign(cache, clen, c.epoch, rep.leo)
-        fresh = rep._replace(role=LEADER, lepoch=c.epoch, leader=r, truncating=False,
-                             remote=(UNDEF,) * self.n, cache=cache, clen=clen)
-        t = self._send(self._set(s, r, fresh), r, self._none())
-        t = ite(o, new_term, t, s)
-        t = self._set(t, r, t.reps[r]._replace(isr=c.isr))
-        return guard, self.advance_hw(t, r)
+            cache, clen = self.assign(cache, clen, c.epoch, rep.leo)
+        remote = ite(o, rep.role == LEADER, rep.remote, (UNDEF,) * self.n)
+        new = rep._replace(role=LEADER, lepoch=c.epoch, leader=r, isr=c.isr, truncating=FETCHING, remote=remote,
+                           cache=cache, clen=clen)
+        return guard, self.advance_hw(self._abandon(self._set(s, r, new), r), r)
 
     def become_follower(self, s, r):
         o, c, rep = self.o, s.ctl, s.reps[r]
-        same = o.And(rep.role == FOLLOWER, rep.lepoch == c.epoch, rep.leader == c.leader)
-        guard = o.And(rep.alive, c.leader != UNDEF, c.leader != r, o.Not(same))
-        rep = rep._replace(role=FOLLOWER, lepoch=c.epoch, leader=c.leader, isr=(False,) * self.n,
+        guard = o.And(rep.alive, c.leader != UNDEF, c.leader != r, c.epoch > rep.lepoch)
+        new = rep._replace(role=FOLLOWER, lepoch=c.epoch, leader=c.leader, isr=(False,) * self.n,
                            remote=(0,) * self.n)
-        truncated = self.truncate(rep, rep.hw)._replace(truncating=False)
-        if self.mode.epochs:
-            rep = ite(o, rep.clen > 0, rep._replace(truncating=True), truncated)
+        if not self.mode.epochs:
+            new = self.truncate(new, new.hw)._replace(truncating=FETCHING)
         else:
-            rep = truncated
-        return guard, self._send(self._set(s, r, rep), r, self._none())
+            new = new._replace(truncating=o.If(new.clen > 0, TRUNCATING, FETCHING))
+        follow = self._abandon(self._set(s, r, new), r)
+        if self.mode.follow_on_new_epoch:
+            return guard, follow
+        unchanged = self._set(s, r, rep._replace(lepoch=c.epoch))     # same leader: nothing to do
+        return guard, ite(o, rep.leader == c.leader, unchanged, follow)
 
     def shrink_isr(self, s, l, f):
         o, rep = self.o, s.reps[l]
         guard = o.And(self.in_office(s, l), equal(o, rep.isr, s.ctl.isr), rep.isr[f], rep.remote[f] < rep.leo)
-        isr = tuple(False if x == f else b for x, b in enumerate(rep.isr))
+        isr = self._bit(rep.isr, f, False)
         t = self._set(s, l, rep._replace(isr=isr))._replace(ctl=s.ctl._replace(isr=isr))
         return guard, self.advance_hw(t, l)
 
@@ -721,7 +950,7 @@ class Encoding:
                       remote != UNDEF, remote >= rep.hw)
         if self.mode.expand_waits_for_epoch_start:
             guard = o.And(guard, remote >= self.epoch_start(rep, rep.lepoch))
-        isr = tuple(True if x == f else b for x, b in enumerate(rep.isr))
+        isr = self._bit(rep.isr, f, True)
         return guard, self._set(s, l, rep._replace(isr=isr))._replace(ctl=s.ctl._replace(isr=isr))
 
     def action(self, i: int, s: SState):
@@ -743,22 +972,23 @@ class Encoding:
         return INVARIANT_ENCODINGS[name](self, s)
 
     def bounds_ok(self, s: SState):
-        """EncodingBounds: no enabled action leaves the layout."""
+        """EncodingBounds: no enabled action leaves the layout (``s`` well formed)."""
         o = self.o
         out = []
         for i in range(len(self.instances)):
             guard, nxt = self.action(i, s)
-            out.append(o.Or(o.Not(guard), self.wf(nxt)))
+            out.append(o.Or(o.Not(guard), self.wf_step(s, nxt)))
         return o.And(*out)
 
 
 # name, arity: the actions of spec/actions.py, in its order
 ACTION_TABLE = (
-    ("produce", 1), ("send_fetch", 1), ("leader_handle_fetch", 2), ("follower_handle_fetch", 1),
-    ("send_epoch_request", 1), ("leader_handle_epoch_request", 2), ("follower_handle_epoch_response", 1),
-    ("reject_request", 2), ("crash", 1), ("power_fail", 1), ("flush", 1), ("restart", 1),
-    ("controller_detect_failure", 1), ("elect", 1), ("become_leader", 1), ("become_follower", 1),
-    ("shrink_isr", 2), ("expand_isr", 2),
+    ("produce", 1), ("send_fetch", 1), ("leader_handle_fetch", 2), ("leader_handle_stale_fetch", 2),
+    ("follower_handle_fetch", 1), ("send_epoch_request", 1), ("leader_handle_epoch_request", 2),
+    ("follower_handle_epoch_response", 1), ("reject_request", 2), ("crash", 1), ("power_fail", 1), ("flush", 1),
+    ("restart", 1), ("controlled_shutdown", 1), ("controlled_shutdown_leader", 2), ("controller_handle_failure", 1),
+    ("session_expire", 1), ("register", 1), ("elect_offline", 1), ("elect_preferred", 1), ("become_leader", 1),
+    ("become_follower", 1), ("shrink_isr", 2), ("expand_isr", 2),
 )
 
 

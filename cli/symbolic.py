@@ -9,10 +9,11 @@ import click
 
 from hwcheck.checker.bmc import NOT_INDUCTIVE, EncodingError, bmc, prove as k_induction
 from hwcheck.checker.result import VIOLATED
+from hwcheck.checker.symbolic import check_covered
 from hwcheck.checker.trace import to_itf
-from hwcheck.spec import Model
+from hwcheck.spec import ConfigError, Model
 from hwcheck.spec.auxiliary import AUXILIARY
-from hwcheck.spec.state import UNDEFINED, replica_name
+from hwcheck.spec.state import UNDEFINED, members, replica_name
 
 from . import jsonout
 from .main import (EXIT_HOLDS, EXIT_VIOLATION, check_writable, cli, fail, free_default_path, knob_options,
@@ -27,6 +28,14 @@ def _depth_line(k: int, seconds: float, answer: str) -> None:
     click.echo(f"  depth {k}: {what} ({seconds:.2f} s)")
 
 
+def _covered(model) -> None:
+    """A run the encoding cannot express (a variant replacing actions, ...) ends in one line."""
+    try:
+        check_covered(model)
+    except ConfigError as e:
+        fail(str(e))
+
+
 def verify_z3(model, depth, checked, out, force, quiet) -> None:
     """BMC for ``verify --engine z3``: deepen from 0 to ``depth``; exit like bfs."""
     if getattr(model, "family", "design") != "design":
@@ -35,6 +44,7 @@ def verify_z3(model, depth, checked, out, force, quiet) -> None:
         fail("--engine z3 needs --depth K (the longest trace to look for)")
     if out is not None:
         check_writable(out, force)
+    _covered(model)
     click.echo(f"hwcheck verify: {settings_line(model.cfg)}")
     click.echo(f"engine z3 (bounded model checking to depth {depth}); invariants {', '.join(checked)}")
     try:
@@ -61,9 +71,12 @@ def verify_z3(model, depth, checked, out, force, quiet) -> None:
 def state_lines(model, s) -> str:
     """A state in full (a counterexample to induction need not be reachable: show everything)."""
     lines = [f"    {replica_name(r)}: {replica_cell(model, rep, r)}" for r, rep in enumerate(s.replicas)]
-    lines.append(f"    controller: {controller_cell(model, s.controller)}")
+    live = ",".join(replica_name(r) for r in members(s.controller.live, model.cfg.replicas)) or "·"
+    lines.append(f"    controller: {controller_cell(model, s.controller)} live={live}")
     msgs = [f"{replica_name(f)}:{m}" for f, m in enumerate(s.inflight) if m]
     lines.append(f"    inflight: {' '.join(msgs) or '·'}")
+    old = [f"{replica_name(f)}:{m}" for f, m in enumerate(s.stale) if m]
+    lines.append(f"    stale: {' '.join(old) or '·'}")
     h = s.history
     acked = ",".join(f"{rec}@{off}" for rec, off in enumerate(h.acked) if off != UNDEFINED) or "·"
     lines.append(f"    history: produced={h.produced} acked={acked} exposed={list(h.exposed)} "
@@ -86,6 +99,7 @@ def prove(names, k, aux, **knobs):
     unknown = [name for name in names if name not in known]
     if unknown:
         fail(f"unknown invariant {unknown[0]!r}; choose from {', '.join(known)}")
+    _covered(model)
     click.echo(f"hwcheck prove: {settings_line(model.cfg)}")
     auxiliary = AUXILIARY if aux else ()
     click.echo(f"property: {' and '.join(list(names) + [n for n, _ in auxiliary] + ['EncodingBounds'])}; k={k}")

@@ -2,6 +2,7 @@
 
 import json
 import random
+from itertools import combinations
 
 import pytest
 import z3
@@ -9,38 +10,57 @@ import z3
 from hwcheck.checker.bfs import bfs
 from hwcheck.checker.bmc import NOT_INDUCTIVE, Unrolling, bmc, prove, symbolic_encoding
 from hwcheck.checker.result import HOLDS, VIOLATED
-from hwcheck.checker.symbolic import CONCRETE, Encoding, equal, leaves
+from hwcheck.checker.symbolic import CONCRETE, FOLLOWER, ZERO, Encoding, SRep, equal, leaves
 from hwcheck.checker.trace import load_itf, replay, to_itf
-from hwcheck.spec import Config, Model
+from hwcheck.spec import Config, ConfigError, Model
 from hwcheck.spec.auxiliary import AUXILIARY
+from hwcheck.spec.log import (assign_0_11, assign_2_1, end_offset_for_0_11, end_offset_for_2_0, end_offset_for_2_1,
+                              truncate)
+from hwcheck.spec.modes import MODES, follower_truncation, register
+from hwcheck.spec.state import Replica
 
-from .conftest import exact_reachable, run_cli
+from .conftest import exact_reachable, run_cli, run_labels
 
-# per mode, runs whose reachable states are sampled (power failures, acks=1, unclean, 3 replicas...)
-AGREEMENT_RUNS = {
-    "hw": [dict(), dict(power_failures=1, crashes=1), dict(acks="1", response_hw="before", min_isr=2)],
-    "kip101": [dict(records=3, crashes=0), dict(power_failures=1, unclean_election=True)],
-    "kip279": [dict(), dict(replicas=3, records=1, crashes=1)],
-    "epoch": [dict(), dict(acks="1", unclean_election=True, power_failures=1), dict(replicas=3, records=1)],
-}
+# per mode, runs whose reachable states are sampled: the defaults (2 replicas, 2 records, 2 crashes:
+# failovers, controlled shutdowns, session expiry, stale fetches), power failures with acks=1 and
+# unclean election, power failures with min ISR 2 (and the HW from before the update), 3 replicas
+# with min ISR 2; every run but the last has crashes, so fetches outlive their senders in all
+RUNS = [dict(), dict(power_failures=1, acks="1", unclean_election=True),
+        dict(power_failures=1, min_isr=2, response_hw="before"), dict(replicas=3, records=1, min_isr=2)]
+AGREEMENT_RUNS = {mode: RUNS for mode in ("hw", "kip101", "kip279", "kip320", "kip380")}
 PER_MODE = 1000
+PREFIX = 12000          # the sample is drawn from the first states bfs reaches in each run
 
 
 def reachable(model, limit):
     return exact_reachable(model, limit)
 
 
-def sample(mode, per_mode=PER_MODE, seed=7):
+def sample(mode, per_mode=PER_MODE, seed=7, prefix=PREFIX):
     """(model, state) pairs: per_mode reachable states of the mode, spread over its runs."""
     rnd = random.Random(seed)
     runs = AGREEMENT_RUNS[mode]
     out = []
     for i, kw in enumerate(runs):
         model = Model(Config(mode=mode, **kw))
-        states = reachable(model, 20000)
+        states = reachable(model, prefix)
         k = per_mode // len(runs) + (1 if i < per_mode % len(runs) else 0)
         out += [(model, s) for s in rnd.sample(states, k)]
     return out
+
+
+def near(model, start, limit):
+    """States reachable from ``start`` (not from the initial state), breadth first, about ``limit``."""
+    seen, frontier = {start}, [start]
+    while frontier and len(seen) < limit:
+        nxt = []
+        for s in frontier:
+            for _, t in model.successors(s):
+                if t not in seen:
+                    seen.add(t)
+                    nxt.append(t)
+        frontier = nxt
+    return list(seen)
 
 
 def disagreements(enc, model, states):
@@ -52,32 +72,177 @@ def disagreements(enc, model, states):
     return bad
 
 
+def assert_agrees(enc, model, s, bounds=False):
+    v = enc.of_state(s)
+    assert enc.wf(v) and enc.to_state(v) == s
+    assert set(model.successors(s)) == set(enc.successors(s)), s
+    # every invariant, core and auxiliary, evaluates as the spec's predicate does
+    for name, pred in tuple(model.invariants) + AUXILIARY:
+        assert bool(enc.invariant(name, v)) == pred(s), (name, s)
+    if bounds:
+        assert enc.bounds_ok(v)
+
+
+@pytest.fixture
+def variant():
+    """Register mode variants for one test (``variant(base, name, **rules)``), unregistered after it."""
+    made = []
+
+    def make(base, name, **rules):
+        register(MODES[base].variant(name=name, **rules))
+        made.append(name)
+        return name
+    yield make
+    for name in made:
+        MODES.pop(name, None)
+
+
 @pytest.mark.parametrize("mode", list(AGREEMENT_RUNS))
 def test_encoding_agrees_with_spec_on_sampled_states(mode):
     pairs = sample(mode)
     assert len(pairs) >= PER_MODE
     encs = {}
+    fired = {}
     for i, (model, s) in enumerate(pairs):
         enc = encs.setdefault(model.cfg, Encoding(model, CONCRETE))
-        v = enc.of_state(s)
-        assert enc.wf(v) and enc.to_state(v) == s
-        assert set(model.successors(s)) == set(enc.successors(s)), s
-        # every invariant, core and auxiliary, evaluates as the spec's predicate does
-        for name, pred in tuple(model.invariants) + AUXILIARY:
-            assert bool(enc.invariant(name, v)) == pred(s), (name, s)
-        if i % 10 == 0:
-            assert enc.bounds_ok(v)
+        assert_agrees(enc, model, s, bounds=i % 10 == 0)
+        fired.update((label[0], s) for label, _ in model.successors(s))
+    # the sample exercises every action of the mode, the requests that outlive their senders too
+    names = {name for model, _ in pairs for name, _, _ in model._actions}
+    assert names - set(fired) == set()
+    assert sum(1 for _, s in pairs if any(s.stale)) > PER_MODE // 20
+
+
+# the first state bfs reaches (kip320 defaults, 24 steps) where a follower truncates again after an
+# intermediate OffsetsForLeaderEpoch step (truncating == 2, fetch offset at its LEO)
+TRUNCATING_AGAIN = [
+    ("produce", 0), ("send_fetch", 1), ("leader_handle_fetch", 0, 1), ("follower_handle_fetch", 1),
+    ("controlled_shutdown_leader", 0, 1), ("restart", 0), ("become_leader", 1), ("become_follower", 0),
+    ("send_epoch_request", 0), ("leader_handle_epoch_request", 1, 0), ("follower_handle_epoch_response", 0),
+    ("send_fetch", 0), ("leader_handle_fetch", 1, 0), ("expand_isr", 1, 0), ("produce", 1), ("elect_preferred", 0),
+    ("become_leader", 0), ("controlled_shutdown_leader", 0, 1), ("restart", 0), ("become_leader", 1),
+    ("become_follower", 0), ("send_epoch_request", 0), ("leader_handle_epoch_request", 1, 0),
+    ("follower_handle_epoch_response", 0),
+]
+
+
+@pytest.mark.parametrize("mode", ["kip320", "kip380", "kip380-trim"])
+def test_encoding_agrees_past_an_intermediate_truncation_step(mode, variant):
+    """States a bfs prefix does not reach: around a follower that truncates again (and, in the
+    variant, with Log.truncateTo trimming the cache at the LEO, KAFKA-10706)."""
+    if mode == "kip380-trim":
+        mode = variant("kip380", "kip380-trim", trim_cache_at_leo=True)
+    # a budget beyond the trace's (crashes 2, epoch 3), so that it does not end in the
+    # KAFKA-10706 livelock alone
+    model = Model(Config(mode=mode, crashes=3, max_epoch=4, records=3))
+    enc = Encoding(model, CONCRETE)
+    end = run_labels(model, TRUNCATING_AGAIN)[-1]
+    assert end.replicas[0].truncating == 2
+    states = near(model, end, 1500)
+    assert sum(1 for s in states if any(rep.truncating == 2 for rep in s.replicas)) > 50
+    for s in states:
+        assert_agrees(enc, model, s)
+
+
+def _caches(most=2, epochs=4, starts=4):
+    """Every epoch cache of at most ``most`` entries, epochs and starts strictly increasing."""
+    for k in range(most + 1):
+        for es in combinations(range(epochs), k):
+            for ss in combinations(range(starts), k):
+                yield tuple(zip(es, ss))
+
+
+def _srep(enc, cache, leo, hw=0, flushed=0, truncating=1):
+    n = enc.n
+    log = tuple((j, 0) for j in range(leo)) + (ZERO,) * (enc.L - leo)
+    slots = tuple(cache) + (ZERO,) * (enc.C - len(cache))
+    return SRep(True, FOLLOWER, 0, 1, (False,) * n, log, leo, hw, flushed, slots, len(cache), truncating, (0,) * n)
+
+
+def _replica(cache, leo, hw=0, flushed=0, truncating=1):
+    return Replica(1, FOLLOWER, 0, 1, 0, tuple((j, 0) for j in range(leo)), hw, flushed, cache, truncating, ())
+
+
+ENCODED_RELEASES = {"kip101": end_offset_for_0_11, "kip279": end_offset_for_2_0, "kip320": end_offset_for_2_1}
+
+
+def test_the_encoded_release_functions_equal_spec_log_on_small_caches():
+    """LeaderEpochFileCache.assign / endOffsetFor of each release, the follower's truncation rule and
+    Log.truncateTo (with and without the trim at the LEO): the encoding's copies return what
+    spec/log.py and spec/modes.py return, on every small cache (including the branches only
+    deep states reach: an intermediate step, an epoch below the first cached one)."""
+    for mode, spec_end in ENCODED_RELEASES.items():
+        enc = Encoding(Model(Config(mode=mode, records=5, max_epoch=5)), CONCRETE)
+        assert MODES[mode].end_offset_for is spec_end
+        for cache in _caches():
+            low = cache[-1][1] if cache else 0
+            for leo in (low, low + 1, 5):
+                rep, srep = _replica(cache, leo), _srep(enc, cache, leo)
+                for requested in range(-1, 6):
+                    assert tuple(enc.end_offset_for(srep.cache, srep.clen, leo, requested)) == \
+                        spec_end(cache, leo, requested), (mode, cache, leo, requested)
+                for hw in {0, leo // 2, leo}:
+                    for truncating in (1, 2):
+                        rep = _replica(cache, leo, hw=hw, truncating=truncating)
+                        srep = _srep(enc, cache, leo, hw=hw, truncating=truncating)
+                        for answer in ((e, o) for e in range(-1, 5) for o in range(-1, 6)):
+                            assert tuple(enc.follower_truncation(srep, *answer)) == \
+                                follower_truncation(rep, answer, spec_end), (mode, rep, answer)
+    enc = Encoding(Model(Config(mode="kip320", records=5, max_epoch=5)), CONCRETE)
+    for spec_assign, mine in ((assign_0_11, enc.assign_0_11), (assign_2_1, enc.assign_2_1)):
+        for cache in _caches(3):
+            srep = _srep(enc, cache, 0)
+            for epoch in range(5):
+                for start in range(5):
+                    new, k = mine(srep.cache, srep.clen, epoch, start)
+                    assert tuple(new[:k]) == spec_assign(cache, epoch, start), (spec_assign, cache, epoch, start)
+                    assert all(e == ZERO for e in new[k:])
+    for cache in _caches(3):
+        low = cache[-1][1] if cache else 0
+        for leo in (low, low + 1, 5):
+            for trim in (False, True):
+                for offset in range(leo + 2):
+                    rep = truncate(_replica(cache, leo, hw=leo // 2, flushed=leo), offset, trim)
+                    got = enc.truncate(_srep(enc, cache, leo, hw=leo // 2, flushed=leo), offset, trim)
+                    assert (tuple(got.log[:got.leo]), got.hw, got.flushed, tuple(got.cache[:got.clen])) == \
+                        (rep.log, rep.hw, rep.flushed, rep.epoch_cache), (cache, leo, offset, trim)
+
+
+def test_modes_the_encoding_cannot_express_are_refused_in_one_line(variant):
+    """A variant that replaces an action function, or names an assign / end_offset_for of its own,
+    is refused (the bfs engine runs it); a variant that only sets the boolean rules is encoded."""
+    def crash_nothing(s, rules, r):
+        return None
+    refused = {
+        variant("kip380", "z3-own-crash", actions={"crash": crash_nothing}): "crash",
+        variant("kip320", "z3-own-assign", assign=lambda cache, epoch, start: cache): "assign",
+        variant("kip279", "z3-own-end-offset", end_offset_for=lambda cache, leo, epoch: (-1, -1)): "end_offset_for",
+    }
+    for name, what in refused.items():
+        with pytest.raises(ConfigError) as e:
+            bmc(Model(Config(mode=name)), 1)
+        message = str(e.value)
+        assert "\n" not in message and name in message and what in message and "bfs" in message, message
+    model = Model(Config(mode=variant("kip320", "z3-no-epoch-start", expand_waits_for_epoch_start=False,
+                                      follow_on_new_epoch=False, trim_cache_at_leo=True)))
+    enc = Encoding(model, CONCRETE)
+    for s in random.Random(1).sample(reachable(model, 6000), 150):
+        assert_agrees(enc, model, s)
+
+
+Z3_PER_MODE = 80
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", list(AGREEMENT_RUNS))
 def test_z3_models_of_the_transition_relation_are_the_spec_successors(mode):
-    """The solver itself, on the same 1,000 sampled reachable states per mode: all models of
-    T(s, s') for a fixed s, enumerated with blocking clauses, are exactly the spec's
-    (label, successor) pairs. One solver per model holds T; each state is a push/pop scope."""
+    """The solver itself, on sampled reachable states (80 per mode, from the first 4,000 states of
+    the agreement test's runs; about 0.1 s of CPU each): all models of T(s, s') for a fixed s,
+    enumerated with blocking clauses, are exactly the spec's (label, successor) pairs. One solver
+    per model holds T; each state is a push/pop scope."""
     solvers = {}
     checked = 0
-    for model, s in sample(mode, per_mode=PER_MODE, seed=3):
+    for model, s in sample(mode, per_mode=Z3_PER_MODE, seed=3, prefix=4000):
         if id(model) not in solvers:
             enc = symbolic_encoding(model)
             un = Unrolling(enc)
@@ -100,7 +265,7 @@ def test_z3_models_of_the_transition_relation_are_the_spec_successors(mode):
         solver.pop()
         assert found == set(model.successors(s)), s
         checked += 1
-    assert checked >= PER_MODE
+    assert checked >= Z3_PER_MODE
 
 
 def test_a_drifting_encoding_fails_the_agreement_test():
@@ -142,10 +307,15 @@ def _bmc_matches_bfs(cfg, only):
     assert want.invariant in done.violated and done.trace.steps == want.steps
 
 
+def test_bmc_finds_the_unclean_election_loss_in_as_many_steps_as_bfs():
+    _bmc_matches_bfs(Config(mode="epoch", unclean_election=True), None)
+
+
 @pytest.mark.slow
 def test_bmc_finds_the_hw_loss_in_as_many_steps_as_bfs():
-    _bmc_matches_bfs(Config(mode="hw"), ["NoCommittedDataLoss", "NoLogDivergence", "ConsumerConsistency",
-                                         "HwNotAboveLeo"])
+    """KIP-101 scenario 1 (11 steps, as with the default 2 records; one record makes BMC 4x cheaper)."""
+    _bmc_matches_bfs(Config(mode="hw", records=1), ["NoCommittedDataLoss", "NoLogDivergence",
+                                                    "ConsumerConsistency", "HwNotAboveLeo"])
 
 
 @pytest.mark.slow
@@ -155,11 +325,12 @@ def test_bmc_finds_the_hw_power_failure_divergence_in_as_many_steps_as_bfs():
 
 @pytest.mark.slow
 def test_bmc_on_a_holding_row_finds_nothing_to_the_bfs_depth():
-    """A holding row whose whole space bfs explores in 15 levels; BMC to depth 15 (about 20 s here)
-    must find nothing. (The larger row max_epoch=1 has bfs depth 17 and BMC to 17 takes 337 s.)"""
-    model = Model(Config(mode="epoch", records=1, crashes=1, max_epoch=0))
+    """A holding row whose whole space bfs explores in 14 levels; BMC to depth 14 (about 15 s of
+    CPU) must find nothing. (The epoch row records=1 crashes=1 max_epoch=0 has bfs depth 18 and BMC
+    to 18 takes 140 s; kip320's has depth 16 and 70 s.)"""
+    model = Model(Config(mode="hw", records=1, crashes=1, max_epoch=0))
     full = bfs(model)
-    assert full.verdict == HOLDS and full.complete and full.depth == 15
+    assert full.verdict == HOLDS and full.complete and full.depth == 14
     r = bmc(model, full.depth)
     assert r.verdict == HOLDS and r.depth == full.depth
 
@@ -215,5 +386,6 @@ def test_cli_verify_z3_and_prove(tmp_path):
     assert r.returncode == 2 and r.stderr.count("\n") == 1
     r = run_cli("prove", "--mode", "epoch", "--invariant", "NoLogDivergence")
     assert r.returncode == 3 and "not k-inductive" in r.stdout and "state 1 after" in r.stdout
+    assert "stale:" in r.stdout and "live=" in r.stdout
     r = run_cli("prove", "--invariant", "Nope")
     assert r.returncode == 2 and "unknown invariant" in r.stderr

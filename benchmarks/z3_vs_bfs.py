@@ -1,4 +1,4 @@
-"""Time to the `hw` loss counterexample (defaults: NoCommittedDataLoss in 10 steps) by bfs and by
+"""Time to the `hw` loss counterexample (defaults: NoCommittedDataLoss in 11 steps) by bfs and by
 z3 BMC, side by side, and BMC's solver time per depth up to the shortest trace length.
 
 Run: python benchmarks/z3_vs_bfs.py [--mode hw] [extra Config settings as key=value ...]

@@ -437,8 +437,8 @@ def controlled_shutdown_leader(s: State, rules: Rules, l: int, r: int) -> Option
             and s.history.crashes < rules.cfg.crashes and c.epoch < rules.cfg.max_epoch):
         return None
     s = _with_controller(s, Controller(r, c.epoch + 1, c.isr & ~(1 << l), c.live))
-    s = become_follower(s, rules, l)
-    return _shutdown_cleanly(s, rules, l)
+    s = become_follower(s, rules, l)          # always enabled: l's epoch is below the new one
+    return s and _shutdown_cleanly(s, rules, l)
 
 
 def become_leader(s: State, rules: Rules, r: int) -> Optional[State]:

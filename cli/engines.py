@@ -43,7 +43,9 @@ def run_spark(model, *, max_depth: Optional[int], all_invariants: bool, only,
               fail: Callable[[str], None]):
     """Run the Spark engine; Spark failures end through ``fail`` (one line, exit 2)."""
     from hwcheck.checker.spark import SparkEngineError, spark_bfs, start_spark
+    from hwcheck.checker.variants import ship_to_spark
 
+    ship_to_spark(model.cfg.mode)     # a --mode-file variant's functions travel with the tasks
     try:
         sc = start_spark(master)
     except SparkEngineError as e:

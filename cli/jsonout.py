@@ -1,4 +1,4 @@
-"""``--json`` on verify, replay and gate: one JSON document on stdout, nothing else there.
+"""``--json`` on verify, replay, gate and modes: one JSON document on stdout, nothing else there.
 
 A command notes what it found with ``note(**fields)`` (a no-op without ``--json``); the wrapper
 that ``register`` puts around each command silences the human text on stdout, and prints the
@@ -8,7 +8,7 @@ document; docs/hwcheck-json.schema.json holds it (a test keeps the two equal) an
 describes it.
 
 >>> sorted(SCHEMA["$defs"])
-['figures', 'gate', 'replay', 'settings', 'verify']
+['figures', 'gate', 'mode', 'modes', 'replay', 'settings', 'verify']
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ from typing import Optional
 
 import click
 
+from hwcheck.checker import variants
+
 META_KEY = "hwcheck.json"
 
 _NUM = {"type": "number", "minimum": 0}
@@ -32,18 +34,20 @@ SCHEMA = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "title": "hwcheck --json output",
     "type": "object",
-    "required": ["hwcheck", "command", "exit_code", "verdict"],
+    "required": ["hwcheck", "command", "exit_code"],
     "properties": {
         "hwcheck": {"type": "string", "description": "the hwcheck version"},
-        "command": {"enum": ["verify", "replay", "gate"]},
+        "command": {"enum": ["verify", "replay", "gate", "modes"]},
         "exit_code": {"enum": [0, 1, 130]},
     },
-    "oneOf": [{"$ref": "#/$defs/verify"}, {"$ref": "#/$defs/replay"}, {"$ref": "#/$defs/gate"}],
+    "oneOf": [{"$ref": "#/$defs/verify"}, {"$ref": "#/$defs/replay"}, {"$ref": "#/$defs/gate"},
+              {"$ref": "#/$defs/modes"}],
     "$defs": {
         "settings": {
             "type": "object", "required": ["model", "mode", "replicas"],
             "properties": {"model": {"type": "string"}, "mode": {"type": "string"},
-                           "replicas": {"type": "integer", "minimum": 1}},
+                           "replicas": {"type": "integer", "minimum": 1},
+                           "mode_file": {"type": "string", "description": "the --mode-file the mode came from"}},
             "description": "the model family and every knob of its Config",
         },
         "figures": {
@@ -116,6 +120,41 @@ SCHEMA = {
                                    "figures": {"$ref": "#/$defs/figures"}}}},
             },
         },
+        "mode": {
+            "type": "object",
+            "required": ["name", "kafka", "summary", "changes", "rules", "actions", "mode_file", "varies"],
+            "properties": {
+                "name": {"type": "string"},
+                "kafka": {"type": "string", "description": "the Kafka releases it stands for"},
+                "summary": {"type": "string"},
+                "changes": {"type": "array", "description": "the rules that differ from the mode before it",
+                            "items": {"type": "object", "required": ["rule", "ref", "source"],
+                                      "properties": {"rule": {"type": "string"},
+                                                     "ref": {"type": "string", "description": "KIP or JIRA"},
+                                                     "source": {"type": "string",
+                                                                "description": "Kafka method@tag it copies"}},
+                                      "additionalProperties": False}},
+                "rules": {"type": "object", "description": "every rule field; functions by name",
+                          "additionalProperties": {"type": ["boolean", "string", "null"]}},
+                "actions": {"type": "object", "description": "replaced action functions, by action name",
+                            "additionalProperties": {"type": "string"}},
+                "mode_file": {**_STR_OR_NULL, "description": "the file a variant was loaded from"},
+                "varies": {**_STR_OR_NULL, "description": "a variant: the nearest ladder mode"},
+                "differences": {"type": "array", "description": "a variant: rules and actions unlike that mode's",
+                                "items": {"type": "object", "required": ["rule", "base", "variant"]}},
+            },
+        },
+        "modes": {
+            "type": "object",
+            "required": ["command", "modes", "aliases", "newest"],
+            "properties": {
+                "command": {"const": "modes"},
+                "modes": {"type": "array", "items": {"$ref": "#/$defs/mode"},
+                          "description": "the ladder, oldest first, then any --mode-file variant"},
+                "aliases": {"type": "object", "additionalProperties": {"type": "string"}},
+                "newest": {"type": "string"},
+            },
+        },
     },
 }
 
@@ -131,7 +170,32 @@ def settings(model_or_cfg) -> dict:
     """The ``settings`` object: the model family and the Config's knobs."""
     cfg = getattr(model_or_cfg, "cfg", model_or_cfg)
     family = getattr(model_or_cfg, "family", None) or ("kafka-tla" if "log_size" in cfg.as_dict() else "design")
-    return {"model": family, **cfg.as_dict()}
+    out = {"model": family, **cfg.as_dict()}
+    path = variants.file_of(out["mode"]) if family == "design" else None
+    if path:
+        out["mode_file"] = path
+    return out
+
+
+def _rule_json(value):
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    return getattr(value, "__qualname__", None) or repr(value)
+
+
+def mode_doc(m, variant: bool = False) -> dict:
+    """One mode of ``hwcheck modes --json``."""
+    out = {"name": m.name, "kafka": m.kafka, "summary": m.summary,
+           "changes": [{"rule": c.rule, "ref": c.ref, "source": c.source} for c in m.changes],
+           "rules": {name: _rule_json(getattr(m, name)) for name in variants.RULES},
+           "actions": {name: _rule_json(fn) for name, fn in m.actions},
+           "mode_file": variants.file_of(m.name), "varies": None}
+    if variant:
+        base = variants.closest(m)
+        out["varies"] = base.name
+        out["differences"] = [{"rule": name, "base": _rule_json(old), "variant": _rule_json(new)}
+                              for name, old, new in variants.differences(m, base)]
+    return out
 
 
 def figures(result) -> dict:
@@ -170,9 +234,10 @@ JSON_OPTION = click.Option(["--json", "as_json"], is_flag=True,
                            help="print one JSON document on stdout (schema in docs/cli.md) instead of text")
 
 
-def json_callback(fn, command: str, refuse=()):
+def json_callback(fn, command: str, refuse=(), done="verdict"):
     """Wrap a command's callback: with --json, its text on stdout is dropped and the noted
-    document printed at the end. ``refuse`` names options that do not combine with --json."""
+    document printed at the end. ``refuse`` names options that do not combine with --json;
+    ``done`` is the field a finished command has noted."""
     @functools.wraps(fn)
     def wrapper(as_json=False, **kwargs):
         if not as_json:
@@ -191,7 +256,7 @@ def json_callback(fn, command: str, refuse=()):
             code = e.exit_code
         finally:
             del ctx.meta[META_KEY]
-        if code not in (0, 1, 130) or "verdict" not in record:
+        if code not in (0, 1, 130) or done not in record:
             if code == 2:
                 raise click.exceptions.Exit(2)
             click.echo("hwcheck: error: --json is not available for lasso (liveness) traces", err=True)
@@ -202,6 +267,6 @@ def json_callback(fn, command: str, refuse=()):
     return wrapper
 
 
-def register(command: click.Command, name: str, refuse=()) -> None:
+def register(command: click.Command, name: str, refuse=(), done="verdict") -> None:
     command.params.append(JSON_OPTION)
-    command.callback = json_callback(command.callback, name, refuse)
+    command.callback = json_callback(command.callback, name, refuse, done)

@@ -4,8 +4,10 @@ invariant no longer breaks), 2 bad usage or input, 130 interrupted."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -13,18 +15,21 @@ import tomllib
 
 import click
 
+from hwcheck.checker import variants
 from hwcheck.checker.bfs import CHECKPOINT_FILE, CheckpointError, bfs, default_workers, load_checkpoint
 from hwcheck.checker.gate import GateError, junit_xml, parse_gate, run_entry
 from hwcheck.checker.result import INTERRUPTED, VIOLATED
 from hwcheck.checker.trace import TraceError, differential, load_itf, replay as replay_trace, to_itf
-from hwcheck.spec import Config
-from hwcheck.spec.config import ACKS, MODE_ALIASES, MODES, RESPONSE_HW
+from hwcheck.spec import Config, ConfigError
+from hwcheck.spec.config import ACKS, RESPONSE_HW
+from hwcheck.spec.modes import ALIASES, LADDER
 
 from . import jsonout
 from .html import first_breaks, render_html
-from .models import OTHER_MODES, build_model, configure, model_options, settings_line, trace_table, with_options
+from .models import (DESIGN_MODES, OTHER_MODES, build_model, design_config, load_mode_file, mode_file_option,
+                     model_options, replay_mode_file, settings_line, trace_table, with_options)
 from .progress import Progress, level as progress_level
-from .render import figures_line
+from .render import figures_line, modes_table
 from .engines import ENGINES, engine_options, run_spark
 
 EXIT_HOLDS, EXIT_VIOLATION, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -40,8 +45,10 @@ def fail(message: str) -> "click.exceptions.Exit":
 def knob_options(fn):
     """Every knob of Config as an option, defaults from Config itself (one source of truth)."""
     options = [
-        click.option("--mode", type=click.Choice(list(MODES) + list(MODE_ALIASES) + OTHER_MODES), default=DEFAULTS.mode,
-                     show_default=True, help="protocol variant"),
+        click.option("--mode", type=click.Choice(DESIGN_MODES + OTHER_MODES), default=DEFAULTS.mode,
+                     show_default=True, help="the Kafka release range to model (hwcheck modes lists them; "
+                     "epoch = the newest)"),
+        mode_file_option(),
         click.option("--replicas", type=int, default=DEFAULTS.replicas, show_default=True),
         click.option("--records", type=int, default=DEFAULTS.records, show_default=True,
                      help="records the producer sends"),
@@ -63,7 +70,7 @@ def knob_options(fn):
 
 
 def make_config(**knobs) -> Config:
-    return configure(Config, fail, **knobs)
+    return design_config(knobs, fail)
 
 
 def check_writable(path: Path, force: bool) -> None:
@@ -97,7 +104,8 @@ def free_default_path(cfg: Config, invariant: str) -> Path:
 
 class OneLineErrors(click.Group):
     """Usage errors (a bad option value, a missing file argument) as one line and exit 2, as
-    every other bad input; Ctrl-C outside an engine as one line and exit 130."""
+    every other bad input, and so is a --mode-file action function that fails while the engine
+    runs; Ctrl-C outside an engine as one line and exit 130."""
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         if not standalone_mode:
@@ -113,6 +121,9 @@ class OneLineErrors(click.Group):
         except click.Abort:
             click.echo("hwcheck: interrupted", err=True)
             sys.exit(EXIT_INTERRUPTED)
+        except variants.VariantError as e:       # a --mode-file's action function failed mid-search
+            click.echo(f"hwcheck: error: {e}", err=True)
+            sys.exit(EXIT_USAGE)
         sys.exit(code if isinstance(code, int) else EXIT_HOLDS)
 
 
@@ -177,12 +188,18 @@ def verify(engine, depth, master, partitions, max_depth, all_invariants, only, o
         if engine != "z3" or max_depth is not None or all_invariants or symmetry or workers:
             fail("--depth goes with --engine z3, which takes none of --max-depth, --all-invariants, "
                  "--symmetry, --workers")
-        _symbolic.verify_z3(model, depth, checked, out, force, quiet)
+        try:
+            _symbolic.verify_z3(model, depth, checked, out, force, quiet)
+        except ConfigError as e:                # a mode (a variant) the z3 encoding cannot express
+            fail(f"z3 engine: {e}")
     click.echo(f"hwcheck verify: {settings_line(cfg)}")
     click.echo(f"engine {engine}; invariants {', '.join(checked)}")
     progress = Progress(progress_level(quiet, verbose), engine=engine)
     if engine != "bfs" and (checkpoint or resume or max_memory):
         fail("--checkpoint, --resume and --max-memory apply to --engine bfs only")
+    if (checkpoint or resume) and variants.file_of(cfg.mode):
+        fail("--checkpoint and --resume do not combine with --mode-file (a checkpoint records the mode's name, "
+             "not what the file says, so it could not tell an edited file)")
     snapshot = resume_from(resume) if resume is not None else None
     if checkpoint is not None:
         prepare_checkpoint(checkpoint, force, resuming=resume is not None and resume.resolve() == checkpoint.resolve())
@@ -222,7 +239,7 @@ def verify(engine, depth, master, partitions, max_depth, all_invariants, only, o
         click.echo(f"verdict: violated: {trace.invariant} after {trace.steps} steps (a shortest trace)")
         if not quiet:
             click.echo(trace_table(model, trace, [trace.invariant]))
-        doc = json.dumps(to_itf(model, trace, result.engine), indent=1)
+        doc = json.dumps(variants.stamp(to_itf(model, trace, result.engine)), indent=1)
         path = out if (out is not None and i == 0) else free_default_path(cfg, trace.invariant)
         write_file(path, doc + "\n")
         jsonout.note(violation={"invariant": trace.invariant, "steps": trace.steps, "trace": str(path)})
@@ -267,8 +284,10 @@ def read_text(path: Path) -> str:
 
 @cli.command()
 @click.argument("trace_file", metavar="TRACE", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--mode", "other_mode", type=click.Choice(list(MODES) + list(MODE_ALIASES)), default=None,
+@click.option("--mode", "other_mode", type=click.Choice(DESIGN_MODES), default=None,
               help="differential replay: run the same schedule of steps under this mode")
+@mode_file_option(help="the variant (docs/variants.md) a trace was found under; a trace of another mode is "
+                       "replayed under it, as --mode does")
 @click.option("--html", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="also write the trace as one self-contained HTML page (step through it in a browser)")
 @click.option("--force", is_flag=True, help="overwrite --html if it exists")
@@ -373,13 +392,17 @@ def non_default_settings(cfg: Config) -> str:
 @click.option("--force", is_flag=True, help="overwrite --junit if it exists")
 @click.option("--quiet", is_flag=True, help="only the verdicts that moved and the summary")
 @click.option("--verbose", is_flag=True, help="a progress log line each second while an entry runs")
-def gate(gate_file, junit, force, quiet=False, verbose=False):
+@mode_file_option(multiple=True, help="a Python file defining MODE, a variant (docs/variants.md) that entries "
+                                      "may then name as their mode (repeatable)")
+def gate(gate_file, junit, force, quiet=False, verbose=False, mode_file=()):
     """Check a matrix of (mode, settings) -> expected verdict; exit 1 when a verdict moved.
 
     \b
     Example:
       hwcheck gate --junit gate.xml --force
     """
+    for path in mode_file:
+        load_mode_file(path, fail)
     path, entries = load_gate_table(gate_file)
     if junit is not None:
         check_writable(junit, force)
@@ -422,6 +445,24 @@ def gate(gate_file, junit, force, quiet=False, verbose=False):
     raise click.exceptions.Exit(EXIT_HOLDS)
 
 
+@cli.command()
+@mode_file_option(help="also list the variant this Python file defines (docs/variants.md)")
+def modes(mode_file=None):
+    """List the modes: the Kafka releases each stands for and the rules it changes from the one
+    before it, each with its KIP/JIRA and the Kafka source (method@tag) it copies.
+
+    \b
+    Example:
+      hwcheck modes --mode-file docs/examples/expand_at_hw.py
+    """
+    extra = [load_mode_file(mode_file, fail)] if mode_file is not None else []
+    jsonout.note(modes=[jsonout.mode_doc(m) for m in LADDER] + [jsonout.mode_doc(m, variant=True) for m in extra],
+                 aliases=dict(ALIASES), newest=LADDER[-1].name)
+    width = shutil.get_terminal_size((120, 24)).columns
+    click.echo(modes_table(LADDER, ALIASES, extra, width=width))
+    raise click.exceptions.Exit(EXIT_HOLDS)
+
+
 def report_differential(trace_file: Path, diff) -> None:
     a, b = diff.original.model.cfg.mode, diff.model.cfg.mode
     click.echo(f"hwcheck replay: {trace_file} (found under {a}) with its steps run under {b}")
@@ -458,7 +499,26 @@ _register_graph(verify, replay)
 # the z3 engine (issue 4): `verify --engine z3 --depth K`, `hwcheck prove`
 from . import symbolic as _symbolic  # noqa: E402,F401
 
-# --json on verify, replay and gate (issue 9): registered last, so it wraps every other option
+
+def _z3_config_errors(fn):
+    """prove's callback: a ConfigError from the z3 encoding (a variant it cannot express) is the
+    one-line error."""
+    @functools.wraps(fn)
+    def wrapper(**kwargs):
+        try:
+            return fn(**kwargs)
+        except ConfigError as e:
+            fail(f"z3 engine: {e}")
+    return wrapper
+
+
+_symbolic.prove.callback = _z3_config_errors(_symbolic.prove.callback)
+
+# --mode-file on replay: outside --focus and lassos (cli/graph.py), which replay the variant too
+replay.callback = replay_mode_file(replay.callback, fail, read_text)
+
+# --json on verify, replay, gate and modes (issue 9): registered last, so it wraps every other option
 jsonout.register(verify, "verify", refuse=("liveness",))
 jsonout.register(replay, "replay", refuse=("focus",))
 jsonout.register(gate, "gate")
+jsonout.register(modes, "modes", done="modes")

@@ -4,19 +4,27 @@ cli/main.py; ``kafka-tla`` is the port of the community's TLA+ spec, with its TL
 
 from __future__ import annotations
 
+import functools
+from pathlib import Path
+
 import click
 
+from hwcheck.checker import variants
 from hwcheck.checker.families import DESIGN, FAMILIES
+from hwcheck.checker.trace import TraceError, load_itf
 from hwcheck.spec import Config, ConfigError, Model, kafka_tla
-from hwcheck.spec.config import MODE_ALIASES, MODES
 from hwcheck.spec.kafka_tla.state import NONE, members
+from hwcheck.spec.modes import ALIASES, LADDER, MODES
 
 from . import render
 
 KAFKA_TLA = kafka_tla.FAMILY
 TLA_DEFAULTS = kafka_tla.Config()
+# the design model's modes, from spec/modes.py (the ladder, then the aliases); a variant from
+# --mode-file is named by its file, not by --mode
+DESIGN_MODES = [m.name for m in LADDER] + list(ALIASES)
 # kafka-tla modes the design model's --mode choice lacks
-OTHER_MODES = [m for m in kafka_tla.MODES if m not in MODES and m not in MODE_ALIASES]
+OTHER_MODES = [m for m in kafka_tla.MODES if m not in DESIGN_MODES]
 DESIGN_ONLY = ("records", "crashes", "power_failures", "max_epoch", "min_isr", "acks", "unclean_election",
                "response_hw")
 TLA_ONLY = ("log_size", "max_records", "max_leader_epoch")
@@ -67,7 +75,9 @@ def build_model(knobs: dict, only, fail):
                 fail(f"{_flag(name)} applies to --model {KAFKA_TLA} only")
         if knobs["mode"] in OTHER_MODES:
             fail(f"mode {knobs['mode']} belongs to --model {KAFKA_TLA}")
-        return Model(configure(Config, fail, **knobs))
+        return Model(design_config(knobs, fail))
+    if knobs.get("mode_file") is not None:
+        fail(f"--mode-file applies to --model {DESIGN} only")
     for name in DESIGN_ONLY:
         if given(ctx, name):
             fail(f"{_flag(name)} does not apply to --model {KAFKA_TLA} (its options: --mode --replicas "
@@ -85,6 +95,83 @@ def configure(config_cls, fail, **settings):
         return config_cls(**settings)
     except ConfigError as e:
         fail(str(e))
+
+
+# ---------------------------------------------------------------- --mode-file
+
+MODE_FILE_HELP = ("a Python file defining MODE, a variant of a mode (docs/variants.md); "
+                  "runs with it instead of --mode")
+
+
+def mode_file_option(help: str = MODE_FILE_HELP, **extra):
+    return click.option("--mode-file", type=click.Path(path_type=Path), default=None, metavar="PATH",
+                        help=help, **extra)
+
+
+def load_mode_file(path, fail):
+    """The variant in the file at ``path``, registered; a bad file ends through ``fail``."""
+    try:
+        return variants.load(path)
+    except variants.VariantError as e:
+        fail(str(e))
+
+
+def design_config(knobs: dict, fail) -> Config:
+    """The design model's Config from the knob options; ``--mode-file`` (``knobs['mode_file']``)
+    loads a variant and names it as the mode, which --mode then must not."""
+    knobs = dict(knobs)
+    path = knobs.pop("mode_file", None)
+    if path is not None:
+        ctx = click.get_current_context(silent=True)
+        if ctx is not None and given(ctx, "mode"):
+            fail("--mode and --mode-file do not combine (the file's MODE is the mode)")
+        knobs["mode"] = load_mode_file(path, fail).name
+    return configure(Config, fail, **knobs)
+
+
+def replay_mode_file(fn, fail, read_text):
+    """Wrap replay's callback (outermost but for --json, so --focus and lassos see the variant):
+
+    - with ``--mode-file``: the variant is loaded; a trace found under it replays as stored (and
+      ``--mode`` still names a built-in mode to replay it under), any other trace is replayed
+      under the variant (``--mode <its name>``: a differential replay);
+    - without: a trace found under a variant says in one line that it needs ``--mode-file``.
+    """
+    @functools.wraps(fn)
+    def wrapper(trace_file, mode_file=None, other_mode=None, **kwargs):
+        try:
+            doc = load_itf(read_text(trace_file))
+        except TraceError:
+            doc = None                                  # replay reports it
+        meta = doc["#meta"]["hwcheck"] if doc is not None else {}
+        recorded = meta.get("config", {}).get("mode")
+        design = meta.get("model", DESIGN) == DESIGN
+        if mode_file is None:
+            if design and isinstance(recorded, str) and recorded not in MODES and recorded not in ALIASES:
+                path = meta.get("mode_file")
+                if isinstance(path, str):
+                    fail(f"{trace_file}: found under mode {recorded!r} of the mode file {path}; "
+                         f"replay it with --mode-file {path}")
+                fail(f"{trace_file}: found under mode {recorded!r}, which is not built in "
+                     f"({', '.join(DESIGN_MODES)}); if a mode file defines it, replay with --mode-file FILE")
+            return fn(trace_file=trace_file, other_mode=other_mode, **kwargs)
+        if doc is not None and not design:
+            fail(f"{trace_file}: --mode-file applies to design-model traces; this trace is of {meta.get('model')}")
+        mode = load_mode_file(mode_file, fail)
+        if doc is None or recorded == mode.name:
+            return fn(trace_file=trace_file, other_mode=other_mode, **kwargs)
+        if other_mode is not None:
+            fail(f"{mode_file} defines mode {mode.name}, but the trace was found under {recorded}: "
+                 f"--mode-file replays it under {mode.name}, --mode under a built-in mode; give one")
+        why = f"{trace_file} was found under {recorded}, {mode_file} defines {mode.name}: "
+        if "loop" in doc:
+            fail(why + "a differential replay (under the mode file's mode) applies to safety traces, not to a lasso")
+        busy = [flag for flag, on in (("--html", kwargs.get("html") is not None), ("--focus", kwargs.get("focus")))
+                if on]
+        if busy:
+            fail(why + f"a differential replay (under the mode file's mode) does not combine with {busy[0]}")
+        return fn(trace_file=trace_file, other_mode=mode.name, **kwargs)
+    return wrapper
 
 
 # ---------------------------------------------------------------- rendering

@@ -2,14 +2,67 @@
 
 from __future__ import annotations
 
+import textwrap
 from typing import List, Optional, Sequence
 
+from hwcheck.checker import variants
 from hwcheck.spec.state import FOLLOWER, LEADER, UNDEFINED, members, replica_name
 
 
 def settings_line(cfg) -> str:
     d = cfg.as_dict()
-    return " ".join(f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in d.items())
+    line = " ".join(f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in d.items())
+    path = variants.file_of(d.get("mode"))
+    return line + (f" mode_file={path}" if path else "")
+
+
+def rule_value(value) -> str:
+    """A rule's value as the table shows it: a function by name."""
+    if callable(value):
+        return getattr(value, "__qualname__", None) or repr(value)
+    return str(value)
+
+
+def modes_table(ladder, aliases, extra=(), width: int = 120) -> str:
+    """``hwcheck modes``: per mode its Kafka releases and summary, then each rule it changes from
+    the mode before it with the KIP/JIRA and the Kafka source it copies; ``extra`` (variants from
+    --mode-file) also lists the rules and actions it differs in from the nearest ladder mode."""
+    header = ["mode", "Kafka", "ref", "what changes from the mode before it (and the Kafka source it copies)"]
+    rows = []
+    for mode in list(ladder) + list(extra):
+        rows.append([mode.name, mode.kafka, "", mode.summary or "(no summary)"])
+        for c in mode.changes:
+            rows.append(["", "", c.ref, f"{c.rule}\nsource: {c.source}"])
+        if mode in extra:
+            base = variants.closest(mode)
+            where = variants.file_of(mode.name)
+            rows.append(["", "", "", f"a variant of {base.name}" + (f", from {where}" if where else "")])
+            for name, old, new in variants.differences(mode, base):
+                rows.append(["", "", "(this file)", f"{name}: {rule_value(old)} -> {rule_value(new)}"])
+        rows.append(None)
+    rows.pop()
+    widths = [max(len(r[c]) for r in [header] + [r for r in rows if r]) for c in range(3)]
+    left = sum(widths) + 2 * 3
+    text_width = max(40, width - left)
+    lines = ["  ".join(h.ljust(w) for h, w in zip(header[:3], widths)) + "  " + header[3],
+             "  ".join("-" * w for w in widths) + "  " + "-" * min(text_width, len(header[3]))]
+    for row in rows:
+        if row is None:
+            lines.append("")
+            continue
+        wrapped = []
+        for part in row[3].split("\n"):
+            wrapped += textwrap.wrap(part, text_width, break_long_words=False, break_on_hyphens=False,
+                                     subsequent_indent="  ") or [""]
+        for i, chunk in enumerate(wrapped):
+            cells = row[:3] if i == 0 else ["", "", ""]
+            lines.append(("  ".join(c.ljust(w) for c, w in zip(cells, widths)) + "  " + chunk).rstrip())
+    kafka = {m.name: m.kafka for m in ladder}
+    lines.append("")
+    for alias, name in aliases.items():
+        lines.append(f"{alias} names the newest mode: {name}, Kafka {kafka.get(name, '?')}; "
+                     f"--mode {alias} follows it when a newer mode is added")
+    return "\n".join(lines)
 
 
 def figures_line(result) -> str:

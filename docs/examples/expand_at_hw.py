@@ -13,9 +13,11 @@ has caught up to the HW, but not to what the new leader wrote in its own epoch, 
 
 from hwcheck.spec.modes import MODES, Change
 
-MODE = MODES["kip380"].variant(
+NEWEST = MODES["kip380"]
+
+MODE = NEWEST.variant(
     name="expand-at-hw",
-    kafka="2.2-2.6 without KAFKA-7128",
+    kafka=f"{NEWEST.kafka} without KAFKA-7128",
     summary="kip380, but ISR expansion waits only for the follower to reach the leader's HW",
     changes=(
         Change("ISR expansion waits for the follower's LEO to reach the leader's HW only, not the start "

@@ -4,6 +4,8 @@ import json
 
 import pytest
 
+from hwcheck.spec.modes import ALIASES, LADDER
+
 from .conftest import ROOT, one_line_error, run_cli
 
 CX = ROOT / "counterexamples"
@@ -137,21 +139,49 @@ def test_differential_replay_shows_how_epochs_block_the_hw_loss():
     proc = run_cli("replay", CX / "hw-data-loss.itf.json", "--mode", "kip101")
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
-    assert "parts ways at step 8: restart(r1): replicas.r1.log" in out
-    assert "all 10 steps run under kip101" in out
+    # 0.10 truncates to the HW when r1 follows r0 again (makeFollowers); 0.11 keeps the record
+    assert "parts ways at step 9: become_follower(r1): replicas.r1.log" in out
+    assert "all 11 steps run under kip101" in out
     assert "breaks under kip101: nothing (NoCommittedDataLoss holds throughout)" in out
-    # today's protocol does not even let r1 restart before the controller handled its crash
+    # the newest protocol (epoch names it) does not even let r1 restart before the controller handled its crash
     epoch = run_cli("replay", CX / "hw-data-loss.itf.json", "--mode", "epoch")
-    assert "refused at step 8 of 10: restart(r1): not enabled in mode epoch" in epoch.stdout
+    assert "refused at step 8 of 11: restart(r1): not enabled in mode kip380" in epoch.stdout
 
 
-def test_differential_replay_shows_kip320_fencing_the_stale_leader():
-    proc = run_cli("replay", CX / "kip279-stale-leader-loss.itf.json", "--mode", "epoch")
+def test_differential_replay_shows_kafka_6361_still_diverging_under_2_0():
+    proc = run_cli("replay", CX / "kip101-divergence-kafka-6361.itf.json", "--mode", "kip279")
     assert proc.returncode == 0, proc.stderr
-    assert "refused at step 13 of 16: leader_handle_epoch_request(r0,r1): not enabled in mode epoch" in proc.stdout
-    assert "breaks under epoch: nothing" in proc.stdout
+    assert "all 22 steps run under kip279" in proc.stdout
+    assert "breaks under kip279: NoLogDivergence at step 22" in proc.stdout
 
 
 def test_differential_replay_under_the_same_mode_never_parts():
     proc = run_cli("replay", CX / "hw-data-loss.itf.json", "--mode", "hw")
-    assert "never parts ways" in proc.stdout and "NoCommittedDataLoss at step 10" in proc.stdout
+    assert "never parts ways" in proc.stdout and "NoCommittedDataLoss at step 11" in proc.stdout
+
+
+def test_modes_lists_the_ladder_with_releases_and_references():
+    proc = run_cli("modes")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    words = " ".join(proc.stdout.split())
+    for mode in LADDER:
+        row = [line for line in lines if line.split()[:1] == [mode.name]]
+        assert len(row) == 1 and mode.kafka in row[0], (mode.name, row)
+        assert mode.changes
+        for change in mode.changes:
+            assert change.ref in proc.stdout
+            assert " ".join(change.rule.split()) in words and f"source: {change.source}" in words
+    # the ladder in order, then the alias of the newest
+    firsts = [line.split()[0] for line in lines if line and not line[0].isspace()]
+    assert [name for name in firsts if name in {m.name for m in LADDER}] == [m.name for m in LADDER]
+    assert ALIASES == {"epoch": LADDER[-1].name}
+    assert lines[-1].startswith(f"epoch names the newest mode: {LADDER[-1].name}, Kafka {LADDER[-1].kafka}")
+
+
+def test_mode_choices_come_from_the_ladder():
+    help_text = " ".join(run_cli("verify", "--help").stdout.split())
+    assert "--mode [" + "|".join([m.name for m in LADDER] + list(ALIASES)) in help_text
+    assert "kafka" not in [m.name for m in LADDER] and "kip320" in [m.name for m in LADDER]
+    proc = run_cli("verify", "--mode=kip320", "--records=1", "--max-depth=2")
+    assert proc.returncode == 0 and "mode=kip320 " in proc.stdout

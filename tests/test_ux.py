@@ -99,8 +99,8 @@ def test_verify_json_on_a_violation(tmp_path):
     doc = _json(run_cli("verify", "--mode=hw", "--records=1", "--json", "--out", out), 1)
     assert doc["command"] == "verify" and doc["verdict"] == "violated"
     assert doc["settings"]["mode"] == "hw" and doc["settings"]["records"] == 1
-    assert doc["violations"] == [{"invariant": "NoCommittedDataLoss", "steps": 10, "trace": str(out)}]
-    assert out.exists() and doc["figures"]["depth"] == 10
+    assert doc["violations"] == [{"invariant": "NoCommittedDataLoss", "steps": 11, "trace": str(out)}]
+    assert out.exists() and doc["figures"]["depth"] == 11
 
 
 def test_verify_json_when_it_holds():
@@ -111,21 +111,33 @@ def test_verify_json_when_it_holds():
 
 def test_replay_json_and_differential_json():
     doc = _json(run_cli("replay", CX / "hw-data-loss.itf.json", "--json"), 0)
-    assert doc["verdict"] == "replays" and doc["claimed"] == "NoCommittedDataLoss" and doc["steps"] == 10
-    assert doc["first_broken"] == [{"step": 10, "invariant": "NoCommittedDataLoss"}]
+    assert doc["verdict"] == "replays" and doc["claimed"] == "NoCommittedDataLoss" and doc["steps"] == 11
+    assert doc["first_broken"] == [{"step": 11, "invariant": "NoCommittedDataLoss"}]
     diff = _json(run_cli("replay", CX / "hw-data-loss.itf.json", "--mode", "kip101", "--json"), 0)
-    assert diff["verdict"] == "differential" and diff["differential"]["parted_at"] == 8
+    assert diff["verdict"] == "differential" and diff["differential"]["parted_at"] == 9
 
 
 def test_gate_json(tmp_path):
-    (tmp_path / "g.toml").write_text('[gate.a]\nmode = "hw"\nrecords = 1\ncrashes = 1\nmax_epoch = 1\n'
-                                     'expect = "NoCommittedDataLoss"\nsteps = 10\n'
+    (tmp_path / "g.toml").write_text('[gate.a]\nmode = "hw"\nrecords = 1\n'
+                                     'expect = "NoCommittedDataLoss"\nsteps = 11\n'
                                      '[gate.b]\nmode = "hw"\nrecords = 1\nexpect = "NoLogDivergence"\nmax_depth = 3\n')
     doc = _json(run_cli("gate", tmp_path / "g.toml", "--json", "--junit", tmp_path / "j.xml"), 1)
     assert doc["verdict"] == "moved" and doc["junit"] == str(tmp_path / "j.xml")
     assert [(e["name"], e["passed"], e["got"]) for e in doc["entries"]] == [
-        ("a", True, "NoCommittedDataLoss(10)"), ("b", False, "holds")]
+        ("a", True, "NoCommittedDataLoss(11)"), ("b", False, "holds")]
     assert doc["entries"][1]["figures"]["depth"] == 3
+
+
+def test_modes_json():
+    from hwcheck.spec.modes import ALIASES, LADDER
+    doc = _json(run_cli("modes", "--json"), 0)
+    assert [m["name"] for m in doc["modes"]] == [m.name for m in LADDER]
+    assert doc["aliases"] == ALIASES and doc["newest"] == LADDER[-1].name
+    for got, mode in zip(doc["modes"], LADDER):
+        assert got["kafka"] == mode.kafka and got["varies"] is None and got["mode_file"] is None
+        assert [(c["ref"], c["source"]) for c in got["changes"]] == [(c.ref, c.source) for c in mode.changes]
+    assert doc["modes"][-1]["rules"]["restart_after_detection"] is True
+    assert doc["modes"][1]["rules"]["end_offset_for"] == "end_offset_for_0_11"
 
 
 def test_json_with_bad_input_prints_no_document_and_one_line():

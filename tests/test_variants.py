@@ -285,3 +285,11 @@ def test_spark_runs_a_variant_whose_functions_the_executors_cannot_import(tmp_pa
     assert spark["engine"] == "spark" and spark["verdict"] == local["verdict"]
     assert (spark["figures"]["distinct_states"], spark["figures"]["depth"]) == (
         local["figures"]["distinct_states"], local["figures"]["depth"])
+
+
+def test_the_loader_docstring_examples_run():
+    import doctest
+
+    from hwcheck.checker import variants
+    result = doctest.testmod(variants)
+    assert result.attempted > 0 and result.failed == 0

@@ -207,15 +207,21 @@ def test_kip380_follower_livelock_is_kafka_10706_and_the_trim_at_the_leo_ends_it
     register(MODES["kip380"].variant(name="kip380-trim", trim_cache_at_leo=True))
     try:
         fixed = Model(Config(**dict(doc["#meta"]["hwcheck"]["config"], mode="kip380-trim")))
-        s, ran = fixed.init_states()[0], 0
-        for label in done.trace.labels:
-            s = fixed.step(s, label)
-            if s is None:
+        schedule = list(done.trace.labels) + [done.closing]    # the cycle once, then the step closing it
+        states = [fixed.init_states()[0]]
+        for label in schedule:
+            nxt = fixed.step(states[-1], label)
+            if nxt is None:
                 break
-            ran += 1
+            states.append(nxt)
     finally:
         MODES.pop("kip380-trim", None)
-    assert done.loop <= ran < done.trace.steps      # the prefix runs, the repeated exchange does not
+    # under kip380 the closing step returns to where the cycle starts
+    assert done.model.step(done.trace.states[-1], done.closing) == done.trace.states[done.loop]
+    # with the trim the same steps run, but the closing step ends the exchange: r0 fetches again
+    # instead of coming back to the cycle's start
+    assert len(states) == len(schedule) + 1
+    assert states[-1] != states[done.loop] and not states[-1].replicas[0].truncating
 
 
 def test_lasso_replays_and_its_loop_is_checked():

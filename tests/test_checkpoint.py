@@ -82,7 +82,7 @@ def test_checkpoint_never_replaces_another_checkpoint_silently(tmp_path):
 
 
 def test_a_search_past_the_memory_limit_stops_and_says_what_it_covered():
-    proc = run_cli("verify", "--mode=epoch", "--replicas=3", "--records=1", "--crashes=1", "--max-memory=0.1",
+    proc = run_cli("verify", "--mode=epoch", "--replicas=3", "--records=2", "--crashes=1", "--max-memory=0.1",
                    "--quiet", "--workers=1")
     assert proc.returncode == 2, proc.stdout + proc.stderr
     [line] = proc.stderr.strip().splitlines()

@@ -115,8 +115,9 @@ HW = Mode(
         Change("a follower truncates its log to its HW when it starts following a different leader; "
                "taking office and a restart truncate nothing",
                "(before KIP-101)", "ReplicaManager.makeFollowers, Partition.makeFollower @0.10.2.1"),
-        Change("a broker that restarts before the controller notices re-applies the LeaderAndIsr it had",
-               "KAFKA-1120", "KafkaController.onBrokerStartup @0.10.2.1"),
+        Change("a broker that restarts before the controller notices keeps its place: the controller "
+               "compares broker ids only, so the bounce is never handled as a failure",
+               "KAFKA-1120", "ReplicaStateMachine.BrokerChangeListener @0.10.2.1"),
     ))
 
 KIP101 = HW.variant(

@@ -25,10 +25,11 @@ def run_labels(model, labels):
     return states
 
 
-def exact_reachable(model, limit=None):
+def exact_reachable(model, limit=None, start=None):
     """Reachable states in breadth-first order, keyed by the whole state (no fingerprints): an
-    independent count. With ``limit``, the first ``limit`` or so states (whole levels)."""
-    seen = set(model.init_states())
+    independent count. With ``limit``, the first ``limit`` or so states (whole levels); with
+    ``start``, from those states instead of the initial ones."""
+    seen = set(start if start is not None else model.init_states())
     frontier, out = list(seen), list(seen)
     while frontier and (limit is None or len(out) < limit):
         nxt = []

@@ -51,16 +51,7 @@ def sample(mode, per_mode=PER_MODE, seed=7, prefix=PREFIX):
 
 def near(model, start, limit):
     """States reachable from ``start`` (not from the initial state), breadth first, about ``limit``."""
-    seen, frontier = {start}, [start]
-    while frontier and len(seen) < limit:
-        nxt = []
-        for s in frontier:
-            for _, t in model.successors(s):
-                if t not in seen:
-                    seen.add(t)
-                    nxt.append(t)
-        frontier = nxt
-    return list(seen)
+    return exact_reachable(model, limit, start=[start])
 
 
 def disagreements(enc, model, states):

@@ -314,15 +314,6 @@ def restart(s: State, rules: Rules, r: int) -> Optional[State]:
 
 # ---------------------------------------------------------------- controller
 
-def _remove_from_isr(c: Controller, r: int) -> Controller:
-    """OfflineReplica: the controller drops r from the ISR, keeping the last member
-    (ReplicaStateMachine.doRemoveReplicasFromIsr @2.0.0, LeaderAndIsr.newLeaderAndIsr: epoch + 1;
-    KafkaController.removeReplicaFromIsr @0.10.2.1). A leader leaving leaves no leader."""
-    if not c.isr >> r & 1 or _size(c.isr) == 1:
-        return c
-    return c._replace(isr=c.isr & ~(1 << r), epoch=c.epoch + 1, leader=UNDEFINED if c.leader == r else c.leader)
-
-
 def _broker_gone(s: State, rules: Rules, r: int) -> Optional[State]:
     """The controller handles a broker it no longer sees (its ZooKeeper session ended:
     KafkaController.onBrokerFailure -> onReplicasBecomeOffline @2.2.0). If r led, the partition goes
@@ -334,10 +325,13 @@ def _broker_gone(s: State, rules: Rules, r: int) -> Optional[State]:
     if c.leader == r:
         isr = c.isr & ~(1 << r) if _size(c.isr) > 1 else c.isr
         return _with_controller(s, Controller(UNDEFINED, c.epoch, isr, live))
-    new = _remove_from_isr(c, r)
-    if new.epoch > rules.cfg.max_epoch:
+    if not c.isr >> r & 1 or _size(c.isr) == 1:      # OfflineReplica keeps the last ISR member
+        return _with_controller(s, c._replace(live=live))
+    # OfflineReplica: ReplicaStateMachine.doRemoveReplicasFromIsr @2.0.0 (KafkaController
+    # .removeReplicaFromIsr @0.10.2.1) writes LeaderAndIsr.newLeaderAndIsr: epoch + 1
+    if c.epoch == rules.cfg.max_epoch:
         return None
-    return _with_controller(s, new._replace(live=live))
+    return _with_controller(s, Controller(c.leader, c.epoch + 1, c.isr & ~(1 << r), live))
 
 
 def controller_handle_failure(s: State, rules: Rules, r: int) -> Optional[State]:

@@ -84,7 +84,7 @@ def test_stepping_through_the_hw_loss_shows_the_violation_at_its_step(tmp_path, 
     # the end: the violation is shown, highlighted as happening now, and the lost record drawn
     banner = page.locator("#violation")
     assert banner.get_attribute("class") == "now"
-    assert "NoCommittedDataLoss broken (first at step 10)" in banner.inner_text()
+    assert f"NoCommittedDataLoss broken (first at step {steps})" in banner.inner_text()
     assert "the violation this trace was stored for" in banner.inner_text()
     assert page.evaluate("document.body.dataset.broken") == "NoCommittedDataLoss"
     missing = page.locator("#lanes rect.missing")
@@ -115,9 +115,9 @@ def test_stepping_through_the_hw_loss_shows_the_violation_at_its_step(tmp_path, 
 
 
 def test_messages_in_flight_and_the_epoch_cache_are_drawn(tmp_path, browser_page):
-    """kip279's stale-leader trace: a message drawn as an arrow between lanes, the epoch caches."""
+    """kip380's power-failure loss with min ISR 2: a message drawn as an arrow between lanes, the epoch caches."""
     page = browser_page
-    trace = CX / "kip279-stale-leader-loss.itf.json"
+    trace = CX / "kip380-power-failure-min-isr-2-loss.itf.json"
     doc = json.loads(trace.read_text())
     page.goto(_report(tmp_path, trace).as_uri())
     with_message = next(i for i, s in enumerate(doc["states"]) if s["inflight"])
@@ -136,7 +136,7 @@ def test_messages_in_flight_and_the_epoch_cache_are_drawn(tmp_path, browser_page
 def test_a_divergence_outlines_the_cells_that_disagree(tmp_path, browser_page):
     """Unclean election with min ISR 2: r0 and r1 hold different records at an offset below both HWs."""
     page = browser_page
-    trace = CX / "epoch-unclean-min-isr-2-divergence.itf.json"
+    trace = CX / "kip380-unclean-min-isr-2-divergence.itf.json"
     last = json.loads(trace.read_text())["states"][-1]
     page.goto(_report(tmp_path, trace).as_uri())
     assert page.locator("#lanes rect.culprit").count() == 0

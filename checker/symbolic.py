@@ -279,6 +279,10 @@ def _release(fn, known) -> Optional[str]:
     return next((tag for f, tag in known if fn is f), None)
 
 
+# rules of the 2.7+ modes (spec/modes.py) that this encoding has no branch for
+NOT_ENCODED = ("truncate_on_fetch", "trim_cache_at_leo", "isr_only_live", "broker_epochs", "elr")
+
+
 def check_covered(model) -> None:
     """Refuse (one-line ConfigError) a run this encoding cannot express: a mode that replaces
     action functions or names an assign / end_offset_for of its own, or a spec with an action this
@@ -300,6 +304,13 @@ def check_covered(model) -> None:
         why = "it has epochs but no end_offset_for"
     elif mode.cache_on_become_leader and mode.assign is None:
         why = "it caches the epoch on becoming leader but has no assign"
+    else:
+        newer = [rule for rule in NOT_ENCODED if getattr(mode, rule)]
+        if newer:
+            why = f"the encoding stops at 2.6 and this mode has {', '.join(newer)}"
+    knobs = [knob for knob in ("disk_losses", "follower_reads") if getattr(model.cfg, knob)]
+    if why is None and knobs:
+        raise ConfigError(f"the z3 engine does not encode {', '.join(knobs)} (use the bfs engine)")
     if why is not None:
         raise ConfigError(f"the z3 engine does not cover mode {mode.name}: {why} (use the bfs engine)")
 

@@ -83,6 +83,12 @@ def _drop_messages_to(s: State, r: int) -> State:
     return _abandon(State(s.replicas, s.controller, inflight, stale, s.history), r)
 
 
+def _exposed(h: History, rep: Replica, hw: int) -> tuple:
+    """What consumers could read once ``rep``'s HW is ``hw``: offsets newly below it join the
+    record of what was exposed (the invariants compare every serving log against it)."""
+    return h.exposed + tuple(rep.log[o][0] for o in range(len(h.exposed), hw))
+
+
 def advance_hw(s: State, l: int, rules: Rules) -> State:
     """maybeIncrementLeaderHW: leader HW = max(HW, min LEO over its ISR view), using the remote
     LEOs it learned from fetches (seed 000 §四, seed 001: max[Leader HW, min(All LEO)]).
@@ -98,7 +104,7 @@ def advance_hw(s: State, l: int, rules: Rules) -> State:
     if low <= rep.hw:
         return s
     h = s.history
-    exposed = h.exposed + tuple(rep.log[o][0] for o in range(len(h.exposed), low))
+    exposed = _exposed(h, rep, low)
     acked = h.acked
     if rules.cfg.acks == "all" and _size(rep.isr) >= rules.cfg.min_isr:
         acked = list(acked)
@@ -139,7 +145,13 @@ def send_fetch(s: State, rules: Rules, f: int) -> Optional[State]:
     if not (rep.alive and rep.role == FOLLOWER and not rep.truncating and not s.inflight[f]
             and s.replicas[rep.leader].alive):
         return None
-    return _send(s, f, (FETCH, rep.leader, rep.leader_epoch, rep.leo))
+    if not rules.mode.truncate_on_fetch:
+        return _send(s, f, (FETCH, rep.leader, rep.leader_epoch, rep.leo))
+    # 2.7+ (KAFKA-10554): the Fetch also carries the epoch of the follower's last fetched batch, the
+    # latest epoch in its cache (AbstractFetcherThread.buildFetch, PartitionFetchState.lastFetchedEpoch
+    # @2.7.0), and from 3.5 its broker epoch (KIP-903: FetchRequest ReplicaState.ReplicaEpoch)
+    broker_epoch = s.controller.broker_epochs[f] if rules.mode.broker_epochs else 0
+    return _send(s, f, (FETCH, rep.leader, rep.leader_epoch, rep.leo, latest_epoch(rep.epoch_cache), broker_epoch))
 
 
 def _accepts(rules: Rules, leader: Replica, request_epoch: int) -> bool:
@@ -150,21 +162,53 @@ def _accepts(rules: Rules, leader: Replica, request_epoch: int) -> bool:
     return not rules.mode.fenced or request_epoch == leader.leader_epoch
 
 
-def _read_for_follower(s: State, rules: Rules, l: int, f: int, offset: int):
-    """What the leader does with a follower's Fetch(offset) (Partition.updateReplicaLogReadResult,
-    maybeIncrementLeaderHW): the offset becomes f's remote LEO and the HW may move; returns the
+def _diverging(rules: Rules, leader: Replica, msg: tuple) -> tuple:
+    """Truncation on fetch (KAFKA-10554, Partition.readRecords @2.7.0): the leader looks up the
+    Fetch's last fetched epoch in its own cache (endOffsetFor); when its largest epoch <= it is a
+    lower epoch, or that epoch ends before the fetch offset, the follower's log has diverged and the
+    answer is that (epoch, end offset), with no records. ``()`` when the logs agree (or the Fetch
+    names no epoch: an empty log)."""
+    if not rules.mode.truncate_on_fetch or msg[4] == UNDEFINED:
+        return ()
+    epoch, end = rules.mode.end_offset_for(leader.epoch_cache, leader.leo, msg[4])
+    if epoch < msg[4] or end < msg[3]:
+        return (epoch, end)
+    return ()
+
+
+def _read_for_follower(s: State, rules: Rules, l: int, f: int, msg: tuple):
+    """What the leader does with f's Fetch (Partition.updateReplicaLogReadResult,
+    maybeIncrementLeaderHW): the fetch offset becomes f's remote LEO and the HW may move; returns the
     state and the FetchResponse. An offset beyond the leader's LEO gets OFFSET_OUT_OF_RANGE and
     moves nothing. ``response_hw=before`` replies with the HW from before the update (seed 000
-    comments 5-17)."""
-    leader = s.replicas[l]
-    if offset > leader.leo:
-        return s, (FETCH_RESPONSE, l, (), leader.hw, leader.leo)
+    comments 5-17). With truncation on fetch a diverging Fetch is answered with the diverging epoch
+    and no records, and leaves f's fetch state alone (KAFKA-13141, fixed in 2.7.2/2.8.1/3.0.0:
+    ReplicaManager.updateFollowerFetchState skips a read result with a diverging epoch); before the
+    fix its offset became f's LEO all the same (``diverging_fetch_updates_follower``). From 3.5 the
+    Fetch's broker epoch is kept beside the LEO (KIP-903, Partition.updateFollowerFetchState)."""
+    leader, mode = s.replicas[l], rules.mode
+    offset = msg[3]
+    diverging = _diverging(rules, leader, msg)        # checked before the read (readRecords @2.7.0)
+    if offset > leader.leo and not diverging:
+        return s, _response(mode, l, (), leader.hw, leader.leo, ())
     hw_before = leader.hw
-    remote = leader.remote_leo[:f] + (offset,) + leader.remote_leo[f + 1:]
-    s = advance_hw(_set(s, l, leader._replace(remote_leo=remote)), l, rules)
-    leader = s.replicas[l]
+    if not diverging or mode.diverging_fetch_updates_follower:
+        remote = leader.remote_leo[:f] + (offset,) + leader.remote_leo[f + 1:]
+        leader = leader._replace(remote_leo=remote)
+        if mode.broker_epochs:
+            epochs = leader.remote_broker_epoch
+            leader = leader._replace(remote_broker_epoch=epochs[:f] + (msg[5],) + epochs[f + 1:])
+        s = advance_hw(_set(s, l, leader), l, rules)
+        leader = s.replicas[l]
     hw = hw_before if rules.cfg.response_hw == "before" else leader.hw
-    return s, (FETCH_RESPONSE, l, leader.log[offset:], hw, leader.leo)
+    records = () if diverging else leader.log[offset:]
+    return s, _response(mode, l, records, hw, leader.leo, diverging)
+
+
+def _response(mode: Mode, l: int, records: tuple, hw: int, leader_leo: int, diverging: tuple) -> tuple:
+    if not mode.truncate_on_fetch:
+        return (FETCH_RESPONSE, l, records, hw, leader_leo)
+    return (FETCH_RESPONSE, l, records, hw, leader_leo) + (diverging or (UNDEFINED, UNDEFINED))
 
 
 def leader_handle_fetch(s: State, rules: Rules, l: int, f: int) -> Optional[State]:
@@ -173,7 +217,7 @@ def leader_handle_fetch(s: State, rules: Rules, l: int, f: int) -> Optional[Stat
     msg = s.inflight[f]
     if not (msg and msg[0] == FETCH and msg[1] == l and _accepts(rules, s.replicas[l], msg[2])):
         return None
-    s, response = _read_for_follower(s, rules, l, f, msg[3])
+    s, response = _read_for_follower(s, rules, l, f, msg)
     return _send(s, f, response)
 
 
@@ -187,7 +231,7 @@ def leader_handle_stale_fetch(s: State, rules: Rules, l: int, f: int) -> Optiona
         return None
     s = State(s.replicas, s.controller, s.inflight, s.stale[:f] + ((),) + s.stale[f + 1:], s.history)
     if _accepts(rules, s.replicas[l], msg[2]):
-        s, _ = _read_for_follower(s, rules, l, f, msg[3])
+        s, _ = _read_for_follower(s, rules, l, f, msg)
     return s
 
 
@@ -199,12 +243,43 @@ def follower_handle_fetch(s: State, rules: Rules, f: int) -> Optional[State]:
     msg = s.inflight[f]
     if not (msg and msg[0] == FETCH_RESPONSE):
         return None
-    _, _, records, hw, leader_leo = msg
-    rep = s.replicas[f]
+    records, hw, leader_leo = msg[2:5]
+    rep, mode = s.replicas[f], rules.mode
+    if mode.truncate_on_fetch and msg[5] != UNDEFINED:
+        return _truncate_on_fetch_response(s, rules, f, msg)
     if leader_leo < rep.leo:
-        rep = truncate(rep, leader_leo, rules.mode.trim_cache_at_leo)
-    rep = append(rep, records, rules.mode.assign)
+        rep = truncate(rep, leader_leo, mode.trim_cache_at_leo)
+    rep = append(rep, records, mode.assign)
+    return _send(_follower_hw(s, rules, f, rep, hw), f, ())
+
+
+def _follower_hw(s: State, rules: Rules, f: int, rep: Replica, hw: int) -> State:
+    """The follower takes HW = min(LEO, the response's HW) (seed 000 §二). With reads from followers
+    (KIP-392, 2.4+) a consumer can read below it: offsets newly below it are exposed."""
     rep = rep._replace(hw=min(rep.leo, hw))
+    s = _set(s, f, rep)
+    if rules.cfg.follower_reads and rep.hw > len(s.history.exposed):
+        s = s._replace(history=s.history._replace(exposed=_exposed(s.history, rep, rep.hw)))
+    return s
+
+
+def _truncate_on_fetch_response(s: State, rules: Rules, f: int, msg: tuple) -> State:
+    """A response with a diverging epoch: the follower truncates where its release's
+    getOffsetTruncationState says (the OffsetsForLeaderEpoch rule, answer = the diverging epoch and
+    end offset; AbstractFetcherThread.truncateOnFetchResponse @2.7.0) and goes on fetching, its next
+    Fetch naming its new latest epoch (an incomplete truncation continues that way). Before 3.5
+    (KAFKA-14704) the response's HW is applied first (processPartitionData, then the truncation):
+    the follower takes HW = min(LEO, HW) over its divergent tail, a step of its own here, so a
+    reader of the follower can see it; 3.5 truncates first."""
+    rep, mode = s.replicas[f], rules.mode
+    hw = msg[3]
+    if mode.hw_before_truncation and hw != UNDEFINED:
+        s = _follower_hw(s, rules, f, rep, hw)
+        return _send(s, f, msg[:3] + (UNDEFINED,) + msg[4:])      # the HW is spent; the truncation is next
+    offset, _ = follower_truncation(rep._replace(truncating=TRUNCATING_AGAIN), msg[5:7], mode.end_offset_for)
+    rep = truncate(rep, offset, mode.trim_cache_at_leo)
+    if hw != UNDEFINED:
+        return _send(_follower_hw(s, rules, f, rep, hw), f, ())
     return _send(_set(s, f, rep), f, ())
 
 
@@ -297,6 +372,27 @@ def flush(s: State, rules: Rules, r: int) -> Optional[State]:
     return _set(s, r, rep._replace(flushed=rep.leo))
 
 
+def lose_disk(s: State, rules: Rules, r: int) -> Optional[State]:
+    """A broker stops and comes back to an empty disk: no log, no HW checkpoint, no epoch cache (a
+    replaced disk, or a filesystem that lost what was not flushed: the case KIP-903 and KIP-966
+    defend against). It restarts, registers and follows as any restarted broker."""
+    rep = s.replicas[r]
+    used = s.history.disk_losses
+    if not (rep.alive and used < rules.cfg.disk_losses):
+        return None
+    empty = Replica(0, NONE, UNDEFINED, UNDEFINED, 0, (), 0, 0, (), 0, ())
+    s = _stop(s, r, empty)
+    return s._replace(history=s.history._replace(disk_losses=used + 1))
+
+
+def _registered(c: Controller, rules: Rules, r: int) -> Controller:
+    """The controller sees r come up; from KIP-903 it records r's new broker epoch."""
+    c = c._replace(live=c.live | 1 << r)
+    if rules.mode.broker_epochs:
+        c = c._replace(broker_epochs=c.broker_epochs[:r] + (c.broker_epochs[r] + 1,) + c.broker_epochs[r + 1:])
+    return c
+
+
 def restart(s: State, rules: Rules, r: int) -> Optional[State]:
     """A broker comes back with log, HW and epoch cache from disk (no truncation: 0.10 truncates
     only in ReplicaManager.makeFollowers, LogManager recovery cuts only corrupt bytes), registers
@@ -309,7 +405,7 @@ def restart(s: State, rules: Rules, r: int) -> Optional[State]:
         return None
     if rules.mode.restart_after_detection and c.live >> r & 1:
         return None
-    return _with_controller(_set(s, r, rep._replace(alive=1)), c._replace(live=c.live | 1 << r))
+    return _with_controller(_set(s, r, rep._replace(alive=1)), _registered(c, rules, r))
 
 
 # ---------------------------------------------------------------- controller
@@ -359,7 +455,7 @@ def register(s: State, rules: Rules, r: int) -> Optional[State]:
     c = s.controller
     if not (s.replicas[r].alive and not c.live >> r & 1):
         return None
-    return _with_controller(s, c._replace(live=c.live | 1 << r))
+    return _with_controller(s, _registered(c, rules, r))
 
 
 def elect_offline(s: State, rules: Rules, r: int) -> Optional[State]:
@@ -447,9 +543,13 @@ def become_leader(s: State, rules: Rules, r: int) -> Optional[State]:
     cache = rep.epoch_cache
     if rules.mode.cache_on_become_leader:
         cache = rules.mode.assign(cache, c.epoch, rep.leo)
-    remote = rep.remote_leo if rep.role == LEADER else (UNDEFINED,) * rules.n
+    if rep.role == LEADER:
+        remote, epochs = rep.remote_leo, rep.remote_broker_epoch
+    else:
+        remote = (UNDEFINED,) * rules.n
+        epochs = (UNDEFINED,) * rules.n if rules.mode.broker_epochs else ()
     rep = rep._replace(role=LEADER, leader_epoch=c.epoch, leader=r, isr=c.isr, truncating=FETCHING,
-                       remote_leo=remote, epoch_cache=cache)
+                       remote_leo=remote, remote_broker_epoch=epochs, epoch_cache=cache)
     s = _abandon(_set(s, r, rep), r)
     return advance_hw(s, r, rules)
 
@@ -466,9 +566,14 @@ def become_follower(s: State, rules: Rules, r: int) -> Optional[State]:
         return None
     if rep.leader == c.leader and not rules.mode.follow_on_new_epoch:
         return _set(s, r, rep._replace(leader_epoch=c.epoch))
-    rep = rep._replace(role=FOLLOWER, leader_epoch=c.epoch, leader=c.leader, isr=0, remote_leo=())
+    rep = rep._replace(role=FOLLOWER, leader_epoch=c.epoch, leader=c.leader, isr=0, remote_leo=(),
+                       remote_broker_epoch=())
     if not rules.mode.epochs:
         rep = truncate(rep, rep.hw)._replace(truncating=FETCHING)
+    elif rules.mode.truncate_on_fetch:
+        # 2.7+: fetching from the LEO at once, the Fetch naming the latest epoch (ReplicaManager
+        # .initialFetchOffset @2.7.0: the LEO when the log has an epoch, else the HW = the LEO here)
+        rep = rep._replace(truncating=FETCHING)
     else:
         rep = rep._replace(truncating=TRUNCATING if rep.epoch_cache else FETCHING)
     return _abandon(_set(s, r, rep), r)
@@ -491,7 +596,12 @@ def shrink_isr(s: State, rules: Rules, l: int, f: int) -> Optional[State]:
 
 def expand_isr(s: State, rules: Rules, l: int, f: int) -> Optional[State]:
     """The leader adds a follower whose LEO has reached its HW (seed 003; Partition.maybeExpandIsr
-    @2.0.0), from 2.1 also the start offset of the leader's epoch (KAFKA-7128)."""
+    @2.0.0), from 2.1 also the start offset of the leader's epoch (KAFKA-7128). The write is atomic
+    here; from 2.7 it is an AlterPartition (AlterIsr) request the controller checks against the
+    partition epoch, which the leader's current ISR view stands for. The KRaft controller refuses a
+    fenced broker (KIP-841, ReplicationControlManager: INELIGIBLE_REPLICA @3.3.0) and, from KIP-903,
+    a broker epoch other than the one the broker registered with (the leader sends the epoch its
+    last Fetch carried)."""
     rep = s.replicas[l]
     if not (f != l and _in_office(s, l) and rep.isr == s.controller.isr and not rep.isr >> f & 1):
         return None
@@ -499,6 +609,11 @@ def expand_isr(s: State, rules: Rules, l: int, f: int) -> Optional[State]:
     if remote == UNDEFINED or remote < rep.hw:
         return None
     if rules.mode.expand_waits_for_epoch_start and remote < epoch_start(rep.epoch_cache, rep.leader_epoch):
+        return None
+    c = s.controller
+    if rules.mode.isr_only_live and not c.live >> f & 1:
+        return None
+    if rules.mode.broker_epochs and rep.remote_broker_epoch[f] != c.broker_epochs[f]:
         return None
     isr = rep.isr | 1 << f
     return _with_controller(_set(s, l, rep._replace(isr=isr)), s.controller._replace(isr=isr))
@@ -518,6 +633,7 @@ ACTIONS = (
     ("crash", crash, 1),
     ("power_fail", power_fail, 1),
     ("flush", flush, 1),
+    ("lose_disk", lose_disk, 1),
     ("restart", restart, 1),
     ("controlled_shutdown", controlled_shutdown, 1),
     ("controlled_shutdown_leader", controlled_shutdown_leader, 2),
@@ -534,6 +650,7 @@ ACTIONS = (
 
 EPOCH_ONLY = {"send_epoch_request", "leader_handle_epoch_request", "follower_handle_epoch_response"}
 POWER_ONLY = {"power_fail", "flush"}
+DISK_ONLY = {"lose_disk"}
 
 
 def initial_state(rules: Rules) -> State:
@@ -543,12 +660,13 @@ def initial_state(rules: Rules) -> State:
     n, cfg = rules.n, rules.cfg
     everyone = (1 << n) - 1
     cache = ((0, 0),) if rules.mode.cache_on_become_leader else ()
-    leader = Replica(1, LEADER, 0, 0, everyone, (), 0, 0, cache, 0,
-                     (UNDEFINED,) + (0,) * (n - 1))
+    known = (UNDEFINED,) + (0,) * (n - 1)
+    leader = Replica(1, LEADER, 0, 0, everyone, (), 0, 0, cache, 0, known,
+                     known if rules.mode.broker_epochs else ())
     follower = Replica(1, FOLLOWER, 0, 0, 0, (), 0, 0, (), 0, ())
     return State(
         replicas=(leader,) + (follower,) * (n - 1),
-        controller=Controller(0, 0, everyone, everyone),
+        controller=Controller(0, 0, everyone, everyone, (0,) * n if rules.mode.broker_epochs else ()),
         inflight=((),) * n,
         stale=((),) * n,
         history=History(0, (UNDEFINED,) * cfg.records, (), 0, 0),

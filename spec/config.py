@@ -65,11 +65,13 @@ class Config:
     records: int = 2
     crashes: int = 2
     power_failures: int = 0
+    disk_losses: int = 0
     max_epoch: int = 3
     min_isr: int = 1
     acks: str = "all"
     unclean_election: bool = False
     response_hw: str = "after"
+    follower_reads: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.mode, str):
@@ -78,13 +80,13 @@ class Config:
         object.__setattr__(self, "mode", mode)
         if mode not in _MODES:
             raise ConfigError(f"unknown mode {self.mode!r}; choose one of {', '.join(_MODES)} (or epoch, the newest)")
-        check_counts(self, ("replicas", "records", "crashes", "power_failures", "max_epoch", "min_isr"))
+        check_counts(self, ("replicas", "records", "crashes", "power_failures", "disk_losses", "max_epoch", "min_isr"))
         if not 1 <= self.replicas <= MAX_REPLICAS:
             raise ConfigError(f"replicas={self.replicas} is out of range 1..{MAX_REPLICAS}")
         if self.records < 1:
             raise ConfigError(f"records={self.records} must be at least 1")
-        if self.crashes < 0 or self.power_failures < 0:
-            raise ConfigError("crashes and power_failures must not be negative")
+        if self.crashes < 0 or self.power_failures < 0 or self.disk_losses < 0:
+            raise ConfigError("crashes, power_failures and disk_losses must not be negative")
         if self.max_epoch < 0:
             raise ConfigError(f"max_epoch={self.max_epoch} must not be negative")
         if self.min_isr < 1:
@@ -95,8 +97,12 @@ class Config:
             raise ConfigError(f"acks={self.acks!r} must be one of {', '.join(ACKS)}")
         if self.response_hw not in RESPONSE_HW:
             raise ConfigError(f"response_hw={self.response_hw!r} must be one of {', '.join(RESPONSE_HW)}")
-        if not isinstance(self.unclean_election, bool):
-            raise ConfigError(f"unclean_election must be true or false, got {self.unclean_election!r}")
+        for knob in ("unclean_election", "follower_reads"):
+            if not isinstance(getattr(self, knob), bool):
+                raise ConfigError(f"{knob} must be true or false, got {getattr(self, knob)!r}")
+        if self.follower_reads and not _MODES[mode].follower_reads:
+            raise ConfigError(f"follower_reads: mode {mode} ({_MODES[mode].kafka}) predates reads from "
+                              "followers (KIP-392, 2.4)")
 
     def as_dict(self) -> dict:
         return asdict(self)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .state import LEADER, UNDEFINED, State
+from .state import LEADER, NONE, UNDEFINED, State
 
 
 def no_committed_data_loss(s: State) -> bool:
@@ -44,6 +44,19 @@ def consumer_consistency(s: State) -> bool:
     return True
 
 
+def consumer_consistency_with_follower_reads(s: State) -> bool:
+    """ConsumerConsistency when consumers may also read from followers (KIP-392): no live replica
+    that serves reads, leader or follower, holds below its HW a record other than the one a consumer
+    could have read at that offset."""
+    exposed = s.history.exposed
+    for rep in s.replicas:
+        if rep.alive and rep.role != NONE:
+            for o in range(min(rep.hw, len(exposed))):
+                if rep.log[o][0] != exposed[o]:
+                    return False
+    return True
+
+
 def hw_not_above_leo(s: State) -> bool:
     """A replica's HW never exceeds its LEO."""
     return all(rep.hw <= len(rep.log) for rep in s.replicas)
@@ -55,3 +68,11 @@ INVARIANTS = (
     ("ConsumerConsistency", consumer_consistency),
     ("HwNotAboveLeo", hw_not_above_leo),
 )
+
+
+def invariants_for(cfg) -> tuple:
+    """The invariants of a run: ConsumerConsistency covers followers when they serve reads."""
+    if not getattr(cfg, "follower_reads", False):
+        return INVARIANTS
+    return tuple((name, consumer_consistency_with_follower_reads if name == "ConsumerConsistency" else pred)
+                 for name, pred in INVARIANTS)

@@ -23,8 +23,8 @@ def truncate(rep: Replica, offset: int, trim_cache_at_leo: bool = False) -> Repl
     log down, and cache entries that start at or beyond the new end go
     (``LeaderEpochFileCache.clearAndFlushLatest`` 0.11-2.0, ``truncateFromEnd`` 2.1 on).
 
-    At or beyond the LEO ``Log.truncateTo`` does nothing up to 2.7 ("has no effect"); from 2.8
-    (KAFKA-10706) it still trims cache entries starting at the LEO (``trim_cache_at_leo``): a
+    At or beyond the LEO ``Log.truncateTo`` does nothing up to 2.6.0 ("has no effect"); from 2.6.1
+    and 2.7.0 (KAFKA-10706) it still trims cache entries starting at the LEO (``trim_cache_at_leo``): a
     leader that took office and wrote nothing left an entry there that conflicts with the new
     leader's epochs, and without the trim its follower asks about that epoch forever.
     """

@@ -13,9 +13,9 @@ from __future__ import annotations
 import re
 from typing import Callable, Iterator, List, Tuple
 
-from .actions import ACTIONS, EPOCH_ONLY, POWER_ONLY, Rules, initial_state
+from .actions import ACTIONS, DISK_ONLY, EPOCH_ONLY, POWER_ONLY, Rules, initial_state
 from .config import Config, ConfigError
-from .invariants import INVARIANTS
+from .invariants import invariants_for
 from .modes import MODES, Mode
 from .state import ROLE_NAMES, UNDEFINED, MESSAGE_NAMES, State, members, replica_name
 
@@ -42,9 +42,11 @@ class Model:
         actions = []
         for name, fn, arity in ACTIONS:
             fn = replaced.get(name, fn)
-            if name in EPOCH_ONLY and not mode.epochs:
+            if name in EPOCH_ONLY and (not mode.epochs or mode.truncate_on_fetch):
                 continue
             if name in POWER_ONLY and not cfg.power_failures:
+                continue
+            if name in DISK_ONLY and not cfg.disk_losses:
                 continue
             args = [(r,) for r in range(n)] if arity == 1 else [(a, b) for a in range(n) for b in range(n) if a != b]
             actions.append((name, fn, args))
@@ -52,7 +54,7 @@ class Model:
         # one (label, function, arguments) per possible step, labels built once
         self._steps = tuple(((name,) + args, fn, args) for name, fn, arg_list in actions for args in arg_list)
         self._by_name = {name: fn for name, fn, _ in actions}
-        self.invariants: Tuple[Tuple[str, Callable[[State], bool]], ...] = INVARIANTS
+        self.invariants: Tuple[Tuple[str, Callable[[State], bool]], ...] = invariants_for(cfg)
 
     def init_states(self) -> List[State]:
         return [initial_state(self.rules)]
@@ -125,23 +127,32 @@ class Model:
             if rep.role == 1:
                 entry["isr"] = isr(rep.isr)
                 entry["remote_leo"] = {names[f]: rep.remote_leo[f] for f in range(n) if f != r}
+                if rep.remote_broker_epoch:
+                    entry["remote_broker_epoch"] = {names[f]: rep.remote_broker_epoch[f] for f in range(n) if f != r}
             replicas[names[r]] = entry
         inflight = {names[f]: _message_json(msg, names) for f, msg in enumerate(s.inflight) if msg}
         stale = {names[f]: _message_json(msg, names) for f, msg in enumerate(s.stale) if msg}
-        h = s.history
+        h, c = s.history, s.controller
+        controller = {"leader": who(c.leader), "epoch": c.epoch, "isr": isr(c.isr), "live": isr(c.live)}
+        if c.broker_epochs:
+            controller["broker_epochs"] = {names[r]: e for r, e in enumerate(c.broker_epochs)}
+        if self.rules.mode.elr:
+            controller.update(elr=isr(c.elr), last_known_elr=isr(c.last_known_elr))
+        history = {
+            "produced": h.produced,
+            "acked": {str(rec): off for rec, off in enumerate(h.acked) if off != UNDEFINED},
+            "exposed": list(h.exposed),
+            "crashes": h.crashes,
+            "power_failures": h.power_failures,
+        }
+        if self.cfg.disk_losses:
+            history["disk_losses"] = h.disk_losses
         return {
             "replicas": replicas,
-            "controller": {"leader": who(s.controller.leader), "epoch": s.controller.epoch,
-                           "isr": isr(s.controller.isr), "live": isr(s.controller.live)},
+            "controller": controller,
             "inflight": inflight,
             "stale": stale,
-            "history": {
-                "produced": h.produced,
-                "acked": {str(rec): off for rec, off in enumerate(h.acked) if off != UNDEFINED},
-                "exposed": list(h.exposed),
-                "crashes": h.crashes,
-                "power_failures": h.power_failures,
-            },
+            "history": history,
         }
 
 
@@ -150,8 +161,12 @@ def _message_json(msg: tuple, names: List[str]) -> dict:
     out = {"type": MESSAGE_NAMES[kind], "leader": peer}
     if kind == 1:
         out.update(current_leader_epoch=msg[2], fetch_offset=msg[3])
+        if len(msg) > 4:
+            out.update(last_fetched_epoch=msg[4], broker_epoch=msg[5])
     elif kind == 2:
         out.update(records=[{"record": r, "epoch": e} for r, e in msg[2]], hw=msg[3], leader_leo=msg[4])
+        if len(msg) > 5 and msg[5] != UNDEFINED:
+            out.update(diverging_epoch={"epoch": msg[5], "end_offset": msg[6]})
     elif kind == 3:
         out.update(current_leader_epoch=msg[2], requested_epoch=msg[3])
     else:

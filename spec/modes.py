@@ -90,8 +90,24 @@ class Mode:
     expand_waits_for_epoch_start: bool = False
     # the controller handles every bounce as a failure before the broker serves again (KIP-380, 2.2)
     restart_after_detection: bool = False
-    # Log.truncateTo trims the epoch cache even at or beyond the LEO (KAFKA-10706, 2.8)
+    # Log.truncateTo trims the epoch cache even at or beyond the LEO (KAFKA-10706, 2.6.1/2.7.0)
     trim_cache_at_leo: bool = False
+    # a consumer may fetch from a follower, below its HW, when the cluster is configured to
+    # (replica.selector.class; KIP-392, 2.4); the run's follower_reads knob turns it on
+    follower_reads: bool = False
+    # a Fetch carries the last fetched epoch and the leader answers a diverging epoch; followers no
+    # longer ask OffsetsForLeaderEpoch (KAFKA-10554, 2.7)
+    truncate_on_fetch: bool = False
+    # the leader takes a diverging Fetch's offset as the follower's LEO (KAFKA-13141, 2.7.0-2.8.0)
+    diverging_fetch_updates_follower: bool = False
+    # the follower applies a diverging response's HW before it truncates (KAFKA-14704, 2.7-3.4)
+    hw_before_truncation: bool = False
+    # the controller adds only unfenced brokers to the ISR (KIP-841, KRaft 3.3)
+    isr_only_live: bool = False
+    # Fetch and AlterPartition carry broker epochs; the controller refuses a stale one (KIP-903, 3.5)
+    broker_epochs: bool = False
+    # Eligible Leader Replicas (KIP-966, 4.x): see the kip966 rung
+    elr: bool = False
     # action functions replaced by name (same signature as in spec/actions.py): (name, function) pairs
     actions: Tuple[Tuple[str, Callable], ...] = ()
 
@@ -168,14 +184,47 @@ KIP320 = KIP279.variant(
 
 KIP380 = KIP320.variant(
     "kip380", "2.2-2.6.0 (ZooKeeper)", summary="broker epochs: the controller sees every bounce",
-    restart_after_detection=True,
+    restart_after_detection=True, follower_reads=True,
     changes=(
         Change("a restarted broker registers with a new broker epoch and the controller handles it "
                "as failed before it serves again", "KIP-380",
                "KafkaController.BrokerChange.process @2.2.0"),
+        Change("from 2.4 a consumer may read from a follower, below the follower's HW, when "
+               "replica.selector.class picks one (the follower_reads knob)", "KIP-392",
+               "ReplicaManager.fetchMessages, Partition.readRecords @2.4.0"),
     ))
 
-LADDER: Tuple[Mode, ...] = (HW, KIP101, KIP279, KIP320, KIP380)
+KAFKA10554 = KIP380.variant(
+    "kafka10554", "2.7.0-2.7.1, 2.8.0", summary="truncation on fetch: the Fetch names its last epoch, "
+    "the leader answers where the logs diverge",
+    truncate_on_fetch=True, diverging_fetch_updates_follower=True, hw_before_truncation=True,
+    trim_cache_at_leo=True,
+    changes=(
+        Change("truncating at or beyond the LEO still trims epoch-cache entries that start at the LEO",
+               "KAFKA-10706", "Log.truncateTo @2.7.0"),
+        Change("a follower fetches from its LEO at once on a leader change; its Fetch carries the "
+               "epoch of its last fetched batch (no OffsetsForLeaderEpoch)", "KAFKA-10554",
+               "ReplicaManager.initialFetchOffset, AbstractFetcherThread.buildFetch @2.7.0"),
+        Change("the leader answers a Fetch whose epoch ends below the fetch offset, or that it lacks, "
+               "with that epoch's (epoch, end offset) as divergingEpoch and no records", "KAFKA-10554",
+               "Partition.readRecords @2.7.0"),
+        Change("the follower truncates as on an OffsetsForLeaderEpoch answer, after applying the "
+               "response's HW to its divergent log (the bug KAFKA-14704, fixed in 3.5.0)", "KAFKA-10554",
+               "AbstractFetcherThread.processFetchRequest, truncateOnFetchResponse @2.7.0"),
+        Change("the leader takes a diverging Fetch's offset as the follower's LEO, so HW and ISR can "
+               "move on records the follower lacks (the bug KAFKA-13141)", "KAFKA-10554",
+               "ReplicaManager.updateFollowerFetchState @2.7.0"),
+    ))
+
+KAFKA13141 = KAFKA10554.variant(
+    "kafka13141", "2.7.2, 2.8.1-3.4", summary="a diverging Fetch no longer moves the follower's LEO",
+    diverging_fetch_updates_follower=False,
+    changes=(
+        Change("the leader leaves a diverging follower's fetch state (LEO) as it was", "KAFKA-13141",
+               "ReplicaManager.updateFollowerFetchState @2.8.1"),
+    ))
+
+LADDER: Tuple[Mode, ...] = (HW, KIP101, KIP279, KIP320, KIP380, KAFKA10554, KAFKA13141)
 MODES: Dict[str, Mode] = {m.name: m for m in LADDER}
 NEWEST = LADDER[-1].name
 # `epoch` always names the newest mode

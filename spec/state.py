@@ -22,8 +22,10 @@ ROLE_NAMES = ("none", "leader", "follower")
 PREFERRED = 0
 
 # kinds of the one message a follower may have in flight (Kafka's fetcher is synchronous)
-# Fetch: (FETCH, leader, current_leader_epoch, fetch_offset)
-# FetchResponse: (FETCH_RESPONSE, leader, records, hw, leader_leo)
+# Fetch: (FETCH, leader, current_leader_epoch, fetch_offset); with truncation on fetch (2.7+) also
+#   last_fetched_epoch and the sender's broker epoch (KIP-903; 0 before)
+# FetchResponse: (FETCH_RESPONSE, leader, records, hw, leader_leo); with truncation on fetch also
+#   the diverging epoch and its end offset (UNDEFINED, UNDEFINED when the logs do not diverge)
 # OffsetsForLeaderEpoch: (EPOCH_REQUEST, leader, current_leader_epoch, requested_epoch)
 # its response: (EPOCH_RESPONSE, leader, epoch, end_offset)
 FETCH, FETCH_RESPONSE, EPOCH_REQUEST, EPOCH_RESPONSE = 1, 2, 3, 4
@@ -47,6 +49,8 @@ class Replica(NamedTuple):
     epoch_cache: Tuple[Entry, ...]  # (epoch, start_offset), durable; epoch modes only
     truncating: int            # 1: must find its divergence point before fetching (epoch modes)
     remote_leo: Tuple[int, ...]     # on a leader: each follower's LEO as learned from fetches
+    # on a leader, KIP-903 modes only: each follower's broker epoch, as its last fetch carried it
+    remote_broker_epoch: Tuple[int, ...] = ()
 
     @property
     def leo(self) -> int:
@@ -57,7 +61,12 @@ class Controller(NamedTuple):
     leader: int   # UNDEFINED when the partition has no leader (offline)
     epoch: int    # the latest leader epoch it handed out
     isr: int      # bitmask
-    live: int     # bitmask: the brokers it believes are up (registered in ZooKeeper)
+    live: int     # bitmask: the brokers it believes are up (registered in ZooKeeper, unfenced in KRaft)
+    # KIP-903 modes only: each broker's epoch, a count of its registrations (a restart registers anew)
+    broker_epochs: Tuple[int, ...] = ()
+    # KIP-966 modes only: Eligible Leader Replicas and the last known ELR (bitmasks)
+    elr: int = 0
+    last_known_elr: int = 0
 
 
 class History(NamedTuple):
@@ -67,6 +76,7 @@ class History(NamedTuple):
     exposed: Tuple[int, ...]     # per offset: the record a consumer could have read there
     crashes: int                 # crashes used
     power_failures: int          # power failures used
+    disk_losses: int = 0         # disk losses used
 
 
 class State(NamedTuple):

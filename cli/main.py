@@ -56,6 +56,8 @@ def knob_options(fn):
                      help="broker crashes (memory lost, disk kept)"),
         click.option("--power-failures", type=int, default=DEFAULTS.power_failures, show_default=True,
                      help="crashes that also lose the unflushed log tail"),
+        click.option("--disk-losses", type=int, default=DEFAULTS.disk_losses, show_default=True,
+                     help="crashes after which the broker comes back to an empty disk"),
         click.option("--max-epoch", type=int, default=DEFAULTS.max_epoch, show_default=True,
                      help="leader elections allowed (epoch bound)"),
         click.option("--min-isr", type=int, default=DEFAULTS.min_isr, show_default=True,
@@ -65,6 +67,8 @@ def knob_options(fn):
                      show_default=True, help="unclean.leader.election.enable"),
         click.option("--response-hw", type=click.Choice(RESPONSE_HW), default=DEFAULTS.response_hw,
                      show_default=True, help="fetch response carries the leader HW from after or before its update"),
+        click.option("--follower-reads/--leader-reads", default=DEFAULTS.follower_reads, show_default=True,
+                     help="consumers may also read from followers (KIP-392, 2.4+)"),
     ]
     return with_options(fn, options)
 

@@ -25,8 +25,8 @@ TLA_DEFAULTS = kafka_tla.Config()
 DESIGN_MODES = [m.name for m in LADDER] + list(ALIASES)
 # kafka-tla modes the design model's --mode choice lacks
 OTHER_MODES = [m for m in kafka_tla.MODES if m not in DESIGN_MODES]
-DESIGN_ONLY = ("records", "crashes", "power_failures", "max_epoch", "min_isr", "acks", "unclean_election",
-               "response_hw")
+DESIGN_ONLY = ("records", "crashes", "power_failures", "disk_losses", "max_epoch", "min_isr", "acks", "unclean_election",
+               "response_hw", "follower_reads")
 TLA_ONLY = ("log_size", "max_records", "max_leader_epoch")
 
 

@@ -47,6 +47,24 @@ def _size(mask: int) -> int:
     return bin(mask).count("1")
 
 
+def _with_isr(c: Controller, rules: Rules, isr: int, unclean_shutdown: int = 0) -> Controller:
+    """The controller's partition record with a new ISR. With Eligible Leader Replicas (KIP-966)
+    also PartitionChangeBuilder.maybePopulateTargetElr: an ISR of at least min.insync.replicas
+    clears the ELR; a smaller one adds the members it loses to the ELR, except brokers that came
+    back from an unclean shutdown. An ISR that becomes empty records its last leader as the last
+    known leader (maybeUpdateLastKnownLeader, ``last_known_elr``)."""
+    if not rules.mode.elr:
+        return c._replace(isr=isr)
+    if _size(isr) >= rules.cfg.min_isr:
+        elr = 0
+    else:
+        elr = (c.elr | c.isr) & ~isr & ~unclean_shutdown
+    known = c.last_known_elr
+    if not isr and c.isr and c.leader != UNDEFINED:
+        known = 1 << c.leader
+    return c._replace(isr=isr, elr=elr, last_known_elr=known)
+
+
 def _in_office(s: State, r: int) -> bool:
     """r leads at the controller's current epoch (role leader, epoch matches)."""
     rep = s.replicas[r]
@@ -57,7 +75,8 @@ def _in_office(s: State, r: int) -> bool:
 def _lost_memory(rep: Replica) -> Replica:
     """What a stop leaves: log, HW checkpoint and epoch cache on disk; nothing in memory."""
     return Replica(alive=0, role=NONE, leader_epoch=UNDEFINED, leader=UNDEFINED, isr=0, log=rep.log, hw=rep.hw,
-                   flushed=rep.flushed, epoch_cache=rep.epoch_cache, truncating=0, remote_leo=())
+                   flushed=rep.flushed, epoch_cache=rep.epoch_cache, truncating=0, remote_leo=(),
+                   clean_shutdown=rep.clean_shutdown)
 
 
 def _abandon(s: State, f: int) -> State:
@@ -97,6 +116,8 @@ def advance_hw(s: State, l: int, rules: Rules) -> State:
     record this leader appended in its current epoch is acknowledged once the HW passes it and
     the ISR still has min.insync.replicas members (DelayedProduce)."""
     rep = s.replicas[l]
+    if rules.mode.strict_min_isr and _size(rep.isr) < rules.cfg.min_isr:
+        return s
     low = rep.leo
     for f in range(rules.n):
         if f != l and rep.isr >> f & 1:
@@ -385,11 +406,15 @@ def lose_disk(s: State, rules: Rules, r: int) -> Optional[State]:
     return s._replace(history=s.history._replace(disk_losses=used + 1))
 
 
-def _registered(c: Controller, rules: Rules, r: int) -> Controller:
-    """The controller sees r come up; from KIP-903 it records r's new broker epoch."""
+def _registered(c: Controller, rules: Rules, r: int, rep: Replica) -> Controller:
+    """The controller sees r come up; from KIP-903 it records r's new broker epoch; with ELR a
+    broker whose registration reports no clean shutdown leaves the ISR and the ELR
+    (ReplicationControlManager.handleBrokerUncleanShutdown @3.9.0, KAFKA-15586)."""
     c = c._replace(live=c.live | 1 << r)
     if rules.mode.broker_epochs:
         c = c._replace(broker_epochs=c.broker_epochs[:r] + (c.broker_epochs[r] + 1,) + c.broker_epochs[r + 1:])
+    if rules.mode.elr and not rep.clean_shutdown and (c.isr | c.elr) >> r & 1:
+        c = _with_isr(c._replace(elr=c.elr & ~(1 << r)), rules, c.isr & ~(1 << r), unclean_shutdown=1 << r)
     return c
 
 
@@ -405,7 +430,7 @@ def restart(s: State, rules: Rules, r: int) -> Optional[State]:
         return None
     if rules.mode.restart_after_detection and c.live >> r & 1:
         return None
-    return _with_controller(_set(s, r, rep._replace(alive=1)), _registered(c, rules, r))
+    return _with_controller(_set(s, r, rep._replace(alive=1, clean_shutdown=0)), _registered(c, rules, r, rep))
 
 
 # ---------------------------------------------------------------- controller
@@ -418,16 +443,23 @@ def _broker_gone(s: State, rules: Rules, r: int) -> Optional[State]:
     the ISR with a new leader epoch (OfflineReplica). None when that epoch is beyond the bound."""
     c = s.controller
     live = c.live & ~(1 << r)
+    # the last ISR member stays (OfflineReplica; PartitionChangeBuilder before KIP-966); with ELR
+    # the ISR may become empty (KAFKA-15584, PartitionChangeBuilder.build @3.9.0)
+    keeps_last = _size(c.isr) == 1 and not rules.mode.elr
     if c.leader == r:
-        isr = c.isr & ~(1 << r) if _size(c.isr) > 1 else c.isr
-        return _with_controller(s, Controller(UNDEFINED, c.epoch, isr, live))
-    if not c.isr >> r & 1 or _size(c.isr) == 1:      # OfflineReplica keeps the last ISR member
+        isr = c.isr if keeps_last else c.isr & ~(1 << r)
+        return _with_controller(s, _with_isr(c, rules, isr)._replace(leader=UNDEFINED, live=live))
+    if not c.isr >> r & 1 or keeps_last:
         return _with_controller(s, c._replace(live=live))
     # OfflineReplica: ReplicaStateMachine.doRemoveReplicasFromIsr @2.0.0 (KafkaController
-    # .removeReplicaFromIsr @0.10.2.1) writes LeaderAndIsr.newLeaderAndIsr: epoch + 1
+    # .removeReplicaFromIsr @0.10.2.1) writes LeaderAndIsr.newLeaderAndIsr: epoch + 1; KRaft from
+    # metadata.version 3.6-IV0 keeps the epoch (PartitionChangeBuilder.triggerLeaderEpochBumpIfNeeded)
+    c = _with_isr(c, rules, c.isr & ~(1 << r))._replace(live=live)
+    if not rules.mode.isr_removal_bumps_epoch:
+        return _with_controller(s, c)
     if c.epoch == rules.cfg.max_epoch:
         return None
-    return _with_controller(s, Controller(c.leader, c.epoch + 1, c.isr & ~(1 << r), live))
+    return _with_controller(s, c._replace(epoch=c.epoch + 1))
 
 
 def controller_handle_failure(s: State, rules: Rules, r: int) -> Optional[State]:
@@ -455,7 +487,9 @@ def register(s: State, rules: Rules, r: int) -> Optional[State]:
     c = s.controller
     if not (s.replicas[r].alive and not c.live >> r & 1):
         return None
-    return _with_controller(s, _registered(c, rules, r))
+    # a running broker registers again: ZooKeeper gives it a new session (broker epoch, unused by
+    # the ZooKeeper modes); KRaft unfences it at the epoch it has
+    return _with_controller(s, c._replace(live=c.live | 1 << r))
 
 
 def elect_offline(s: State, rules: Rules, r: int) -> Optional[State]:
@@ -466,7 +500,11 @@ def elect_offline(s: State, rules: Rules, r: int) -> Optional[State]:
     model lets it be any, which covers every order. Unclean election (unclean.leader.election.enable):
     any live replica when no ISR member is live, the ISR becoming just it."""
     c, cfg = s.controller, rules.cfg
-    if not (c.leader == UNDEFINED and c.live >> r & 1 and c.epoch < cfg.max_epoch):
+    if not (c.leader == UNDEFINED and c.epoch < cfg.max_epoch):
+        return None
+    if rules.mode.elr:
+        return _elect_with_elr(s, rules, r)
+    if not c.live >> r & 1:
         return None
     live_isr = c.isr & c.live
     if live_isr >> r & 1:
@@ -475,7 +513,30 @@ def elect_offline(s: State, rules: Rules, r: int) -> Optional[State]:
         isr = 1 << r
     else:
         return None
-    return _with_controller(s, Controller(r, c.epoch + 1, isr, c.live))
+    return _with_controller(s, c._replace(leader=r, epoch=c.epoch + 1, isr=isr))
+
+
+def _elect_with_elr(s: State, rules: Rules, r: int) -> Optional[State]:
+    """PartitionChangeBuilder.electAnyLeader with Eligible Leader Replicas (KIP-966; @3.9.0, the
+    code 4.0 ships): a live ISR member; else, with an empty ISR, a live ELR member, which becomes
+    the ISR and leaves the ELR; else, with ISR and ELR empty, the last known leader
+    (canElectLastKnownLeader), as an unclean election, whether or not unclean election is enabled;
+    until KAFKA-19522 (4.1.0) even when that broker is fenced (``elect_fenced_last_leader``: the
+    code logs "not alive" and elects it anyway); else an unclean election when enabled. An unclean
+    election leaves the new leader alone in the ISR and clears the ELR."""
+    c, cfg, mode = s.controller, rules.cfg, rules.mode
+    live, bit = c.live >> r & 1, 1 << r
+    if live and c.isr & bit:
+        c = _with_isr(c, rules, c.isr & c.live)
+    elif live and not c.isr and c.elr & bit:
+        c = c._replace(isr=bit, elr=c.elr & ~bit)
+    elif not c.isr and not c.elr and c.last_known_elr == bit and (live or mode.elect_fenced_last_leader):
+        c = c._replace(isr=bit, elr=0)
+    elif live and cfg.unclean_election and not c.isr & c.live and not (not c.isr and c.elr & c.live):
+        c = c._replace(isr=bit, elr=0)
+    else:
+        return None
+    return _with_controller(s, c._replace(leader=r, epoch=c.epoch + 1, last_known_elr=0))
 
 
 def elect_preferred(s: State, rules: Rules, r: int) -> Optional[State]:
@@ -498,6 +559,8 @@ def _shutdown_cleanly(s: State, rules: Rules, r: int) -> Optional[State]:
     rep = s.replicas[r]
     if s.history.power_failures < rules.cfg.power_failures:    # flushed points matter only while one is left
         rep = rep._replace(flushed=rep.leo)
+    if rules.mode.elr:
+        rep = rep._replace(clean_shutdown=1)
     s = _broker_gone(_stop(s, r, rep), rules, r)
     return s and s._replace(history=s.history._replace(crashes=s.history.crashes + 1))
 
@@ -526,7 +589,7 @@ def controlled_shutdown_leader(s: State, rules: Rules, l: int, r: int) -> Option
     if not (c.leader == l and rep.alive and c.live >> l & 1 and c.live >> r & 1 and c.isr >> r & 1
             and s.history.crashes < rules.cfg.crashes and c.epoch < rules.cfg.max_epoch):
         return None
-    s = _with_controller(s, Controller(r, c.epoch + 1, c.isr & ~(1 << l), c.live))
+    s = _with_controller(s, _with_isr(c, rules, c.isr & ~(1 << l))._replace(leader=r, epoch=c.epoch + 1))
     s = become_follower(s, rules, l)          # always enabled: l's epoch is below the new one
     return s and _shutdown_cleanly(s, rules, l)
 
@@ -538,7 +601,10 @@ def become_leader(s: State, rules: Rules, r: int) -> Optional[State]:
     from 2.1 (KAFKA-7415) the epoch is assigned to the cache at the LEO. The fetcher stops
     (makeLeaders). Then it tries to move its HW."""
     c, rep = s.controller, s.replicas[r]
-    if not (rep.alive and c.leader == r and c.epoch > rep.leader_epoch):
+    # KRaft from 3.6 changes the ISR without a new leader epoch (KAFKA-15021): the leader applies the
+    # new partition epoch's ISR as it is (Partition.makeLeader, isNewLeader false)
+    isr_update = rep.role == LEADER and c.epoch == rep.leader_epoch and rep.isr != c.isr
+    if not (rep.alive and c.leader == r and (c.epoch > rep.leader_epoch or isr_update)):
         return None
     cache = rep.epoch_cache
     if rules.mode.cache_on_become_leader:
@@ -590,7 +656,7 @@ def shrink_isr(s: State, rules: Rules, l: int, f: int) -> Optional[State]:
     if rep.remote_leo[f] >= rep.leo:
         return None
     isr = rep.isr & ~(1 << f)
-    s = _with_controller(_set(s, l, rep._replace(isr=isr)), s.controller._replace(isr=isr))
+    s = _with_controller(_set(s, l, rep._replace(isr=isr)), _with_isr(s.controller, rules, isr))
     return advance_hw(s, l, rules)
 
 
@@ -616,7 +682,7 @@ def expand_isr(s: State, rules: Rules, l: int, f: int) -> Optional[State]:
     if rules.mode.broker_epochs and rep.remote_broker_epoch[f] != c.broker_epochs[f]:
         return None
     isr = rep.isr | 1 << f
-    return _with_controller(_set(s, l, rep._replace(isr=isr)), s.controller._replace(isr=isr))
+    return _with_controller(_set(s, l, rep._replace(isr=isr)), _with_isr(c, rules, isr))
 
 
 # name, function, arity (1: one replica; 2: (leader, follower), or (old leader, new leader))

@@ -70,9 +70,22 @@ INVARIANTS = (
 )
 
 
+def leader_unfenced(s: State) -> bool:
+    """The controller names as leader only a broker it sees alive (unfenced): no partition waits
+    on a leader that cannot serve while it has no other way out (KAFKA-19522)."""
+    c = s.controller
+    return c.leader == UNDEFINED or bool(c.live >> c.leader & 1)
+
+
 def invariants_for(cfg) -> tuple:
-    """The invariants of a run: ConsumerConsistency covers followers when they serve reads."""
-    if not getattr(cfg, "follower_reads", False):
-        return INVARIANTS
-    return tuple((name, consumer_consistency_with_follower_reads if name == "ConsumerConsistency" else pred)
-                 for name, pred in INVARIANTS)
+    """The invariants of a run: ConsumerConsistency covers followers when they serve reads; the
+    modes with Eligible Leader Replicas also check LeaderUnfenced (their elections may name a
+    broker the controller has fenced)."""
+    from .modes import MODES
+    invariants = INVARIANTS
+    if getattr(cfg, "follower_reads", False):
+        invariants = tuple((name, consumer_consistency_with_follower_reads if name == "ConsumerConsistency" else pred)
+                           for name, pred in invariants)
+    if MODES[cfg.mode].elr:
+        invariants += (("LeaderUnfenced", leader_unfenced),)
+    return invariants

@@ -106,8 +106,16 @@ class Mode:
     isr_only_live: bool = False
     # Fetch and AlterPartition carry broker epochs; the controller refuses a stale one (KIP-903, 3.5)
     broker_epochs: bool = False
-    # Eligible Leader Replicas (KIP-966, 4.x): see the kip966 rung
+    # the controller's removal of a failed broker from the ISR bumps the leader epoch (ZooKeeper's
+    # OfflineReplica; KRaft before metadata.version 3.6-IV0)
+    isr_removal_bumps_epoch: bool = True
+    # Eligible Leader Replicas (KIP-966, 4.x): the ISR may empty, ELR members may lead, the last
+    # known leader is elected when nothing else is left; clean-shutdown detection (KAFKA-15586)
     elr: bool = False
+    # the HW moves only while the ISR has min.insync.replicas members (KIP-966 "strict min ISR")
+    strict_min_isr: bool = False
+    # the last known leader is elected even while fenced (KAFKA-19522, until 4.1.0)
+    elect_fenced_last_leader: bool = False
     # action functions replaced by name (same signature as in spec/actions.py): (name, function) pairs
     actions: Tuple[Tuple[str, Callable], ...] = ()
 
@@ -224,7 +232,56 @@ KAFKA13141 = KAFKA10554.variant(
                "ReplicaManager.updateFollowerFetchState @2.8.1"),
     ))
 
-LADDER: Tuple[Mode, ...] = (HW, KIP101, KIP279, KIP320, KIP380, KAFKA10554, KAFKA13141)
+KIP903 = KAFKA13141.variant(
+    "kip903", "3.6 (KRaft)", summary="KRaft: broker epochs in Fetch and AlterPartition; truncation "
+    "before the HW",
+    hw_before_truncation=False, isr_only_live=True, broker_epochs=True, isr_removal_bumps_epoch=False,
+    changes=(
+        Change("the follower truncates to the diverging epoch before it applies the response's HW",
+               "KAFKA-14704", "AbstractFetcherThread.processFetchRequest @3.5.0"),
+        Change("the controller refuses to add a fenced or shutting-down broker to the ISR "
+               "(INELIGIBLE_REPLICA)", "KIP-841", "ReplicationControlManager.ineligibleReplicasForIsr @3.5.0"),
+        Change("a Fetch carries the follower's broker epoch, the leader sends it with an ISR addition, "
+               "and the controller refuses one that is not the broker's registered epoch", "KIP-903",
+               "Partition.updateFollowerFetchState, ReplicationControlManager.ineligibleReplicasForIsr @3.5.0"),
+        Change("removing a fenced broker from the ISR keeps the leader epoch (only a new leader bumps it)",
+               "KAFKA-15021 (metadata.version 3.6-IV0)", "PartitionChangeBuilder.triggerLeaderEpochBumpIfNeeded @3.6.0"),
+    ))
+
+KAFKA15583 = KIP903.variant(
+    "kafka15583", "3.7-3.9 (KRaft)", summary="strict min ISR: no HW progress below min.insync.replicas",
+    strict_min_isr=True,
+    changes=(
+        Change("the leader moves its HW only while the ISR has at least min.insync.replicas members",
+               "KAFKA-15583 (KIP-966)", "Partition.maybeIncrementLeaderHW @3.7.0"),
+    ))
+
+KIP966 = KAFKA15583.variant(
+    "kip966", "4.0 (KRaft, eligible.leader.replicas.version=1)", summary="Eligible Leader Replicas: "
+    "the ISR may empty, ELR members and the last known leader may lead",
+    elr=True, elect_fenced_last_leader=True,
+    changes=(
+        Change("the controller removes even the last ISR member; a member lost while the ISR is below "
+               "min.insync.replicas joins the ELR, which an ISR at min.insync.replicas clears",
+               "KIP-966 (KAFKA-15581, KAFKA-15584)", "PartitionChangeBuilder.maybePopulateTargetElr, build @3.9.0"),
+        Change("a leader is a live ISR member, else (empty ISR) a live ELR member, which becomes the "
+               "ISR, else (ISR and ELR empty) the last known leader as an unclean election, even with "
+               "unclean election disabled, and even while it is fenced (the bug KAFKA-19522)",
+               "KIP-966 (KAFKA-15584)", "PartitionChangeBuilder.electAnyLeader, canElectLastKnownLeader @3.9.0"),
+        Change("a broker that registers without a clean-shutdown record leaves the ISR and the ELR",
+               "KAFKA-15586", "ReplicationControlManager.handleBrokerUncleanShutdown @3.9.0"),
+    ))
+
+KAFKA19522 = KIP966.variant(
+    "kafka19522", "4.1+ (KRaft; ELR on by default in new clusters)", summary="a fenced last known leader "
+    "is not elected", elect_fenced_last_leader=False,
+    changes=(
+        Change("the last known leader is elected only while it is unfenced", "KAFKA-19522",
+               "PartitionChangeBuilder.canElectLastKnownLeader (apache/kafka#20200, 2025)"),
+    ))
+
+LADDER: Tuple[Mode, ...] = (HW, KIP101, KIP279, KIP320, KIP380, KAFKA10554, KAFKA13141, KIP903, KAFKA15583,
+                             KIP966, KAFKA19522)
 MODES: Dict[str, Mode] = {m.name: m for m in LADDER}
 NEWEST = LADDER[-1].name
 # `epoch` always names the newest mode

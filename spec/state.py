@@ -51,6 +51,9 @@ class Replica(NamedTuple):
     remote_leo: Tuple[int, ...]     # on a leader: each follower's LEO as learned from fetches
     # on a leader, KIP-903 modes only: each follower's broker epoch, as its last fetch carried it
     remote_broker_epoch: Tuple[int, ...] = ()
+    # KIP-966 modes only, on disk: 1 when the broker last stopped by a controlled shutdown (the
+    # clean-shutdown marker its next registration reports: KAFKA-15586)
+    clean_shutdown: int = 0
 
     @property
     def leo(self) -> int:

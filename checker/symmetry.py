@@ -48,23 +48,28 @@ def rename_state(s: State, perm: Perm) -> State:
     reps = [None] * n
     inflight, stale = [()] * n, [()] * n
     for r, rep in enumerate(s.replicas):
-        remote = rep.remote_leo
-        if remote:
-            moved = [0] * n
-            for f, v in enumerate(remote):
-                moved[perm[f]] = v
-            remote = tuple(moved)
         leader = rep.leader if rep.leader == UNDEFINED else perm[rep.leader]
         reps[perm[r]] = Replica(rep.alive, rep.role, rep.leader_epoch, leader, mask[rep.isr], rep.log,
-                                rep.hw, rep.flushed, rep.epoch_cache, rep.truncating, remote)
+                                rep.hw, rep.flushed, rep.epoch_cache, rep.truncating, _moved(rep.remote_leo, perm),
+                                _moved(rep.remote_broker_epoch, perm), rep.clean_shutdown)
         msg = s.inflight[r]
         inflight[perm[r]] = (msg[0], perm[msg[1]]) + msg[2:] if msg else ()
         msg = s.stale[r]
         stale[perm[r]] = (msg[0], perm[msg[1]]) + msg[2:] if msg else ()
     c = s.controller
     leader = c.leader if c.leader == UNDEFINED else perm[c.leader]
-    return State(tuple(reps), type(c)(leader, c.epoch, mask[c.isr], mask[c.live]), tuple(inflight), tuple(stale),
-                 s.history)
+    return State(tuple(reps), type(c)(leader, c.epoch, mask[c.isr], mask[c.live], _moved(c.broker_epochs, perm),
+                                      mask[c.elr], mask[c.last_known_elr]), tuple(inflight), tuple(stale), s.history)
+
+
+def _moved(per_replica: tuple, perm: Perm) -> tuple:
+    """A per-replica tuple with entry r moved to perm[r] (empty stays empty)."""
+    if not per_replica:
+        return per_replica
+    moved = [0] * len(perm)
+    for f, v in enumerate(per_replica):
+        moved[perm[f]] = v
+    return tuple(moved)
 
 
 def _design_keys(s: State) -> list:

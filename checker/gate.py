@@ -18,7 +18,7 @@ from typing import Dict, List, Optional
 from xml.sax.saxutils import escape, quoteattr
 
 from hwcheck.spec import Config, ConfigError, Model
-from hwcheck.spec.invariants import INVARIANTS
+from hwcheck.spec.invariants import INVARIANTS, invariants_for
 
 from .bfs import bfs
 from .result import Result
@@ -72,7 +72,7 @@ def parse_gate(table: dict) -> List[Entry]:
     """Entries from a mapping of name -> settings (the ``[tool.hwcheck.gate]`` table)."""
     if not isinstance(table, dict) or not table:
         raise GateError("the gate has no entries")
-    names = {name for name, _ in INVARIANTS}
+    names = {name for name, _ in INVARIANTS} | {"LeaderUnfenced"}      # LeaderUnfenced: ELR modes only
     entries = []
     for name, spec in table.items():
         if not isinstance(spec, dict):
@@ -90,6 +90,8 @@ def parse_gate(table: dict) -> List[Entry]:
             cfg = Config.from_dict({k: v for k, v in spec.items() if k in KNOBS})
         except (ConfigError, TypeError) as e:
             raise GateError(f"entry {name!r}: {e}") from None
+        if expect != HOLDS and expect not in {n for n, _ in invariants_for(cfg)}:
+            raise GateError(f"entry {name!r}: mode {cfg.mode} does not check {expect}")
         entries.append(Entry(name, cfg, expect, spec.get("steps"), spec.get("max_depth"),
                              str(spec.get("description", ""))))
     return entries

@@ -98,8 +98,14 @@ def replica_cell(model, rep, r: int) -> str:
 
 def controller_cell(model, c) -> str:
     leader = "none" if c.leader == UNDEFINED else replica_name(c.leader)
-    isr = ",".join(replica_name(r) for r in members(c.isr, model.cfg.replicas))
-    return f"{leader} e{c.epoch} isr={isr}"
+    def names(mask):
+        return ",".join(replica_name(r) for r in members(mask, model.cfg.replicas))
+    cell = f"{leader} e{c.epoch} isr={names(c.isr)}"
+    if model.rules.mode.elr:
+        cell += f" elr={names(c.elr) or '·'} lke={names(c.last_known_elr) or '·'}"
+    if c.broker_epochs:
+        cell += " be=" + ",".join(str(e) for e in c.broker_epochs)
+    return cell
 
 
 def trace_table(model, trace, violated: Optional[Sequence[str]] = None) -> str:

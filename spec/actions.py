@@ -168,9 +168,9 @@ def send_fetch(s: State, rules: Rules, f: int) -> Optional[State]:
         return None
     if not rules.mode.truncate_on_fetch:
         return _send(s, f, (FETCH, rep.leader, rep.leader_epoch, rep.leo))
-    # 2.7+ (KAFKA-10554): the Fetch also carries the epoch of the follower's last fetched batch, the
-    # latest epoch in its cache (AbstractFetcherThread.buildFetch, PartitionFetchState.lastFetchedEpoch
-    # @2.7.0), and from 3.5 its broker epoch (KIP-903: FetchRequest ReplicaState.ReplicaEpoch)
+    # 2.8+ (KAFKA-10554): the Fetch also carries the epoch of the follower's last fetched batch, the
+    # latest epoch in its cache (ReplicaFetcherThread.buildFetch, PartitionFetchState.lastFetchedEpoch
+    # @2.8.0), and from 3.5 its broker epoch (KIP-903: FetchRequest ReplicaState.ReplicaEpoch)
     broker_epoch = s.controller.broker_epochs[f] if rules.mode.broker_epochs else 0
     return _send(s, f, (FETCH, rep.leader, rep.leader_epoch, rep.leo, latest_epoch(rep.epoch_cache), broker_epoch))
 
@@ -184,7 +184,7 @@ def _accepts(rules: Rules, leader: Replica, request_epoch: int) -> bool:
 
 
 def _diverging(rules: Rules, leader: Replica, msg: tuple) -> tuple:
-    """Truncation on fetch (KAFKA-10554, Partition.readRecords @2.7.0): the leader looks up the
+    """Truncation on fetch (KAFKA-10554, Partition.readRecords @2.8.0): the leader looks up the
     Fetch's last fetched epoch in its own cache (endOffsetFor); when its largest epoch <= it is a
     lower epoch, or that epoch ends before the fetch offset, the follower's log has diverged and the
     answer is that (epoch, end offset), with no records. ``()`` when the logs agree (or the Fetch
@@ -192,9 +192,14 @@ def _diverging(rules: Rules, leader: Replica, msg: tuple) -> tuple:
     if not rules.mode.truncate_on_fetch or msg[4] == UNDEFINED:
         return ()
     epoch, end = rules.mode.end_offset_for(leader.epoch_cache, leader.leo, msg[4])
+    if epoch == UNDEFINED or end == UNDEFINED:
+        return OUT_OF_RANGE                       # readRecords throws OffsetOutOfRangeException
     if epoch < msg[4] or end < msg[3]:
         return (epoch, end)
     return ()
+
+
+OUT_OF_RANGE = (UNDEFINED,)
 
 
 def _read_for_follower(s: State, rules: Rules, l: int, f: int, msg: tuple):
@@ -203,14 +208,15 @@ def _read_for_follower(s: State, rules: Rules, l: int, f: int, msg: tuple):
     state and the FetchResponse. An offset beyond the leader's LEO gets OFFSET_OUT_OF_RANGE and
     moves nothing. ``response_hw=before`` replies with the HW from before the update (seed 000
     comments 5-17). With truncation on fetch a diverging Fetch is answered with the diverging epoch
-    and no records, and leaves f's fetch state alone (KAFKA-13141, fixed in 2.7.2/2.8.1/3.0.0:
+    and no records (a lookup without answer: OFFSET_OUT_OF_RANGE), and leaves f's fetch state alone
+    (KAFKA-13141, fixed in 2.7.2/2.8.1/3.0.0:
     ReplicaManager.updateFollowerFetchState skips a read result with a diverging epoch); before the
     fix its offset became f's LEO all the same (``diverging_fetch_updates_follower``). From 3.5 the
     Fetch's broker epoch is kept beside the LEO (KIP-903, Partition.updateFollowerFetchState)."""
     leader, mode = s.replicas[l], rules.mode
     offset = msg[3]
-    diverging = _diverging(rules, leader, msg)        # checked before the read (readRecords @2.7.0)
-    if offset > leader.leo and not diverging:
+    diverging = _diverging(rules, leader, msg)        # checked before the read (readRecords @2.8.0)
+    if diverging == OUT_OF_RANGE or (offset > leader.leo and not diverging):
         return s, _response(mode, l, (), leader.hw, leader.leo, ())
     hw_before = leader.hw
     if not diverging or mode.diverging_fetch_updates_follower:
@@ -287,21 +293,18 @@ def _follower_hw(s: State, rules: Rules, f: int, rep: Replica, hw: int) -> State
 def _truncate_on_fetch_response(s: State, rules: Rules, f: int, msg: tuple) -> State:
     """A response with a diverging epoch: the follower truncates where its release's
     getOffsetTruncationState says (the OffsetsForLeaderEpoch rule, answer = the diverging epoch and
-    end offset; AbstractFetcherThread.truncateOnFetchResponse @2.7.0) and goes on fetching, its next
-    Fetch naming its new latest epoch (an incomplete truncation continues that way). Before 3.5
+    end offset; AbstractFetcherThread.truncateOnFetchResponse @2.8.0) and goes on fetching, its next
+    Fetch naming its new latest epoch (an incomplete truncation continues that way). Before 3.4.1/3.5.0
     (KAFKA-14704) the response's HW is applied first (processPartitionData, then the truncation):
     the follower takes HW = min(LEO, HW) over its divergent tail, a step of its own here, so a
-    reader of the follower can see it; 3.5 truncates first."""
+    reader of the follower can see it. From the fix a diverging response only truncates; the next
+    fetch brings the HW."""
     rep, mode = s.replicas[f], rules.mode
-    hw = msg[3]
-    if mode.hw_before_truncation and hw != UNDEFINED:
-        s = _follower_hw(s, rules, f, rep, hw)
+    if mode.hw_before_truncation and msg[3] != UNDEFINED:
+        s = _follower_hw(s, rules, f, rep, msg[3])
         return _send(s, f, msg[:3] + (UNDEFINED,) + msg[4:])      # the HW is spent; the truncation is next
     offset, _ = follower_truncation(rep._replace(truncating=TRUNCATING_AGAIN), msg[5:7], mode.end_offset_for)
-    rep = truncate(rep, offset, mode.trim_cache_at_leo)
-    if hw != UNDEFINED:
-        return _send(_follower_hw(s, rules, f, rep, hw), f, ())
-    return _send(_set(s, f, rep), f, ())
+    return _send(_set(s, f, truncate(rep, offset, mode.trim_cache_at_leo)), f, ())
 
 
 def reject_request(s: State, rules: Rules, l: int, f: int) -> Optional[State]:
@@ -637,8 +640,8 @@ def become_follower(s: State, rules: Rules, r: int) -> Optional[State]:
     if not rules.mode.epochs:
         rep = truncate(rep, rep.hw)._replace(truncating=FETCHING)
     elif rules.mode.truncate_on_fetch:
-        # 2.7+: fetching from the LEO at once, the Fetch naming the latest epoch (ReplicaManager
-        # .initialFetchOffset @2.7.0: the LEO when the log has an epoch, else the HW = the LEO here)
+        # 2.8+: fetching from the LEO at once, the Fetch naming the latest epoch (ReplicaManager
+        # .initialFetchOffset @2.8.0: the LEO when the log has an epoch, else the HW = the LEO here)
         rep = rep._replace(truncating=FETCHING)
     else:
         rep = rep._replace(truncating=TRUNCATING if rep.epoch_cache else FETCHING)

@@ -202,30 +202,35 @@ KIP380 = KIP320.variant(
                "ReplicaManager.fetchMessages, Partition.readRecords @2.4.0"),
     ))
 
-KAFKA10554 = KIP380.variant(
-    "kafka10554", "2.7.0-2.7.1, 2.8.0", summary="truncation on fetch: the Fetch names its last epoch, "
-    "the leader answers where the logs diverge",
-    truncate_on_fetch=True, diverging_fetch_updates_follower=True, hw_before_truncation=True,
+KAFKA10706 = KIP380.variant(
+    "kafka10706", "2.6.1-2.7.x (ZooKeeper)", summary="truncation at the LEO trims the epoch cache",
     trim_cache_at_leo=True,
     changes=(
         Change("truncating at or beyond the LEO still trims epoch-cache entries that start at the LEO",
                "KAFKA-10706", "Log.truncateTo @2.7.0"),
+    ))
+
+KAFKA10554 = KAFKA10706.variant(
+    "kafka10554", "2.8.0 (ZooKeeper, IBP 2.7-IV1+)", summary="truncation on fetch: the Fetch names its "
+    "last epoch, the leader answers where the logs diverge",
+    truncate_on_fetch=True, diverging_fetch_updates_follower=True, hw_before_truncation=True,
+    changes=(
         Change("a follower fetches from its LEO at once on a leader change; its Fetch carries the "
                "epoch of its last fetched batch (no OffsetsForLeaderEpoch)", "KAFKA-10554",
-               "ReplicaManager.initialFetchOffset, AbstractFetcherThread.buildFetch @2.7.0"),
+               "ReplicaManager.initialFetchOffset, ReplicaFetcherThread.buildFetch @2.8.0"),
         Change("the leader answers a Fetch whose epoch ends below the fetch offset, or that it lacks, "
                "with that epoch's (epoch, end offset) as divergingEpoch and no records", "KAFKA-10554",
-               "Partition.readRecords @2.7.0"),
+               "Partition.readRecords @2.8.0"),
         Change("the follower truncates as on an OffsetsForLeaderEpoch answer, after applying the "
-               "response's HW to its divergent log (the bug KAFKA-14704, fixed in 3.5.0)", "KAFKA-10554",
-               "AbstractFetcherThread.processFetchRequest, truncateOnFetchResponse @2.7.0"),
+               "response's HW to its divergent log (the bug KAFKA-14704, fixed in 3.4.1/3.5.0)", "KAFKA-10554",
+               "AbstractFetcherThread.processFetchRequest, truncateOnFetchResponse @2.8.0"),
         Change("the leader takes a diverging Fetch's offset as the follower's LEO, so HW and ISR can "
-               "move on records the follower lacks (the bug KAFKA-13141)", "KAFKA-10554",
-               "ReplicaManager.updateFollowerFetchState @2.7.0"),
+               "move on records the follower lacks (the bug KAFKA-13141, fixed in 2.7.2/2.8.1/3.0.0)",
+               "KAFKA-10554", "ReplicaManager.updateFollowerFetchState @2.8.0"),
     ))
 
 KAFKA13141 = KAFKA10554.variant(
-    "kafka13141", "2.7.2, 2.8.1-3.4", summary="a diverging Fetch no longer moves the follower's LEO",
+    "kafka13141", "2.8.1-3.4.0 (ZooKeeper)", summary="a diverging Fetch no longer moves the follower's LEO",
     diverging_fetch_updates_follower=False,
     changes=(
         Change("the leader leaves a diverging follower's fetch state (LEO) as it was", "KAFKA-13141",
@@ -237,7 +242,7 @@ KIP903 = KAFKA13141.variant(
     "before the HW",
     hw_before_truncation=False, isr_only_live=True, broker_epochs=True, isr_removal_bumps_epoch=False,
     changes=(
-        Change("the follower truncates to the diverging epoch before it applies the response's HW",
+        Change("a diverging response only truncates; the next fetch brings the HW (also in 3.4.1)",
                "KAFKA-14704", "AbstractFetcherThread.processFetchRequest @3.5.0"),
         Change("the controller refuses to add a fenced or shutting-down broker to the ISR "
                "(INELIGIBLE_REPLICA)", "KIP-841", "ReplicationControlManager.ineligibleReplicasForIsr @3.5.0"),
@@ -280,7 +285,7 @@ KAFKA19522 = KIP966.variant(
                "PartitionChangeBuilder.canElectLastKnownLeader (apache/kafka#20200, 2025)"),
     ))
 
-LADDER: Tuple[Mode, ...] = (HW, KIP101, KIP279, KIP320, KIP380, KAFKA10554, KAFKA13141, KIP903, KAFKA15583,
+LADDER: Tuple[Mode, ...] = (HW, KIP101, KIP279, KIP320, KIP380, KAFKA10706, KAFKA10554, KAFKA13141, KIP903, KAFKA15583,
                              KIP966, KAFKA19522)
 MODES: Dict[str, Mode] = {m.name: m for m in LADDER}
 NEWEST = LADDER[-1].name

@@ -211,7 +211,7 @@ KAFKA10706 = KIP380.variant(
     ))
 
 KAFKA10554 = KAFKA10706.variant(
-    "kafka10554", "2.8.0 (ZooKeeper, IBP 2.7-IV1+)", summary="truncation on fetch: the Fetch names its "
+    "kafka10554", "2.8.0 (ZooKeeper)", summary="truncation on fetch: the Fetch names its "
     "last epoch, the leader answers where the logs diverge",
     truncate_on_fetch=True, diverging_fetch_updates_follower=True, hw_before_truncation=True,
     changes=(
@@ -249,8 +249,9 @@ KIP903 = KAFKA13141.variant(
         Change("a Fetch carries the follower's broker epoch, the leader sends it with an ISR addition, "
                "and the controller refuses one that is not the broker's registered epoch", "KIP-903",
                "Partition.updateFollowerFetchState, ReplicationControlManager.ineligibleReplicasForIsr @3.5.0"),
-        Change("removing a fenced broker from the ISR keeps the leader epoch (only a new leader bumps it)",
-               "KAFKA-15021 (metadata.version 3.6-IV0)", "PartitionChangeBuilder.triggerLeaderEpochBumpIfNeeded @3.6.0"),
+        Change("removing a fenced broker from the ISR keeps the leader epoch (metadata.version 3.6-IV0; "
+               "3.5 still bumps it)",
+               "KAFKA-15021", "PartitionChangeBuilder.triggerLeaderEpochBumpIfNeeded @3.6.0"),
     ))
 
 KAFKA15583 = KIP903.variant(
@@ -258,31 +259,31 @@ KAFKA15583 = KIP903.variant(
     strict_min_isr=True,
     changes=(
         Change("the leader moves its HW only while the ISR has at least min.insync.replicas members",
-               "KAFKA-15583 (KIP-966)", "Partition.maybeIncrementLeaderHW @3.7.0"),
+               "KAFKA-15583", "Partition.maybeIncrementLeaderHW @3.7.0"),
     ))
 
 KIP966 = KAFKA15583.variant(
-    "kip966", "4.0 (KRaft, eligible.leader.replicas.version=1)", summary="Eligible Leader Replicas: "
+    "kip966", "4.0 (KRaft, ELR enabled)", summary="Eligible Leader Replicas: "
     "the ISR may empty, ELR members and the last known leader may lead",
     elr=True, elect_fenced_last_leader=True,
     changes=(
         Change("the controller removes even the last ISR member; a member lost while the ISR is below "
                "min.insync.replicas joins the ELR, which an ISR at min.insync.replicas clears",
-               "KIP-966 (KAFKA-15581, KAFKA-15584)", "PartitionChangeBuilder.maybePopulateTargetElr, build @3.9.0"),
+               "KIP-966", "PartitionChangeBuilder.maybePopulateTargetElr, build @3.9.0"),
         Change("a leader is a live ISR member, else (empty ISR) a live ELR member, which becomes the "
                "ISR, else (ISR and ELR empty) the last known leader as an unclean election, even with "
                "unclean election disabled, and even while it is fenced (the bug KAFKA-19522)",
-               "KIP-966 (KAFKA-15584)", "PartitionChangeBuilder.electAnyLeader, canElectLastKnownLeader @3.9.0"),
+               "KIP-966", "PartitionChangeBuilder.electAnyLeader, canElectLastKnownLeader @3.9.0"),
         Change("a broker that registers without a clean-shutdown record leaves the ISR and the ELR",
                "KAFKA-15586", "ReplicationControlManager.handleBrokerUncleanShutdown @3.9.0"),
     ))
 
 KAFKA19522 = KIP966.variant(
-    "kafka19522", "4.1+ (KRaft; ELR on by default in new clusters)", summary="a fenced last known leader "
-    "is not elected", elect_fenced_last_leader=False,
+    "kafka19522", "4.1+ (KRaft)", summary="a fenced last known leader is not elected (ELR on by "
+    "default in new clusters)", elect_fenced_last_leader=False,
     changes=(
         Change("the last known leader is elected only while it is unfenced", "KAFKA-19522",
-               "PartitionChangeBuilder.canElectLastKnownLeader (apache/kafka#20200, 2025)"),
+               "PartitionChangeBuilder.canElectLastKnownLeader (apache/kafka#20200, July 2025)"),
     ))
 
 LADDER: Tuple[Mode, ...] = (HW, KIP101, KIP279, KIP320, KIP380, KAFKA10706, KAFKA10554, KAFKA13141, KIP903, KAFKA15583,

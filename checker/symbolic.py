@@ -46,7 +46,6 @@ from typing import Callable, Dict, List, NamedTuple, Optional, Tuple
 import z3
 
 from hwcheck.spec import ConfigError
-from hwcheck.spec.actions import ACTIONS as SPEC_ACTIONS
 from hwcheck.spec.log import assign_0_11, assign_2_1, end_offset_for_0_11, end_offset_for_2_0, end_offset_for_2_1
 
 # constants of spec/state.py and spec/modes.py, restated (this encoding is the engine's own copy of
@@ -289,7 +288,10 @@ def check_covered(model) -> None:
     encoding lacks."""
     mode = model.rules.mode
     why = None
-    unknown = [name for name, _, _ in SPEC_ACTIONS if name not in dict(ACTION_TABLE)]
+    knobs = [knob for knob in ("disk_losses", "follower_reads") if getattr(model.cfg, knob)]
+    if knobs:
+        raise ConfigError(f"the z3 engine does not encode {', '.join(knobs)} (use the bfs engine)")
+    unknown = [name for name, _, _ in model._actions if name not in dict(ACTION_TABLE)]
     if unknown:
         raise ConfigError(f"the z3 engine does not encode action(s) {', '.join(unknown)} of the spec "
                           f"(use the bfs engine)")
@@ -308,9 +310,6 @@ def check_covered(model) -> None:
         newer = [rule for rule in NOT_ENCODED if getattr(mode, rule)]
         if newer:
             why = f"the encoding stops at 2.6 and this mode has {', '.join(newer)}"
-    knobs = [knob for knob in ("disk_losses", "follower_reads") if getattr(model.cfg, knob)]
-    if why is None and knobs:
-        raise ConfigError(f"the z3 engine does not encode {', '.join(knobs)} (use the bfs engine)")
     if why is not None:
         raise ConfigError(f"the z3 engine does not cover mode {mode.name}: {why} (use the bfs engine)")
 

@@ -528,14 +528,19 @@ def _elect_with_elr(s: State, rules: Rules, r: int) -> Optional[State]:
     code logs "not alive" and elects it anyway); else an unclean election when enabled. An unclean
     election leaves the new leader alone in the ISR and clears the ELR."""
     c, cfg, mode = s.controller, rules.cfg, rules.mode
-    live, bit = c.live >> r & 1, 1 << r
-    if live and c.isr & bit:
-        c = _with_isr(c, rules, c.isr & c.live)
-    elif live and not c.isr and c.elr & bit:
-        c = c._replace(isr=bit, elr=c.elr & ~bit)
-    elif not c.isr and not c.elr and c.last_known_elr == bit and (live or mode.elect_fenced_last_leader):
+    eligible = (c.isr or c.elr) & c.live                 # isValidNewLeader: ISR, or ELR when the ISR is empty
+    last_known = (not c.isr and not c.elr and _size(c.last_known_elr) == 1
+                  and (c.last_known_elr & c.live or mode.elect_fenced_last_leader))
+    bit = 1 << r
+    if eligible:
+        if not eligible & bit:
+            return None
+        c = _with_isr(c, rules, c.isr & c.live) if c.isr else c._replace(isr=bit, elr=c.elr & ~bit)
+    elif last_known:
+        if c.last_known_elr != bit:
+            return None
         c = c._replace(isr=bit, elr=0)
-    elif live and cfg.unclean_election and not c.isr & c.live and not (not c.isr and c.elr & c.live):
+    elif cfg.unclean_election and c.live & bit:
         c = c._replace(isr=bit, elr=0)
     else:
         return None

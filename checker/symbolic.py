@@ -279,7 +279,7 @@ def _release(fn, known) -> Optional[str]:
 
 
 # rules of the 2.7+ modes (spec/modes.py) that this encoding has no branch for
-NOT_ENCODED = ("truncate_on_fetch", "trim_cache_at_leo", "isr_only_live", "broker_epochs", "strict_min_isr", "elr")
+NOT_ENCODED = ("truncate_on_fetch", "isr_only_live", "broker_epochs", "strict_min_isr", "elr")
 
 
 def check_covered(model) -> None:

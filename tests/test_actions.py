@@ -181,7 +181,9 @@ def test_hw_mode_truncates_to_hw_when_it_follows_again_after_a_restart(hw_model)
     assert s.replicas[1].log == () and s.replicas[1].role == FOLLOWER
 
 
-def test_epoch_mode_keeps_the_log_on_restart_and_asks_the_leader(epoch_model):
+def test_epoch_mode_keeps_the_log_on_restart_and_asks_the_leader():
+    """kip380 (2.2-2.6.0): a restarted follower asks OffsetsForLeaderEpoch before fetching."""
+    epoch_model = Model(Config(mode="kip380"))
     s = run_labels(epoch_model, [P0, SF1, LH01, FH1, ("crash", 1), ("controller_handle_failure", 1),
                                  ("become_leader", 0), ("restart", 1), ("become_follower", 1)])[-1]
     f = s.replicas[1]
@@ -192,6 +194,19 @@ def test_epoch_mode_keeps_the_log_on_restart_and_asks_the_leader(epoch_model):
     assert s.inflight[1][2:] == (0, 1)          # epoch 0 ends where epoch 1 (taken at LEO 1) starts
     f = epoch_model.step(s, ("follower_handle_epoch_response", 1)).replicas[1]
     assert f.log == ((0, 0),) and not f.truncating   # nothing to truncate: KIP-101 keeps m1
+
+
+def test_from_2_8_a_restarted_follower_fetches_at_once_naming_its_last_epoch():
+    """kafka10554+ (KAFKA-10554): no OffsetsForLeaderEpoch; the Fetch carries the latest cached epoch
+    and the leader finds no divergence. (KRaft from 3.6 removes r1 from the ISR without a new leader
+    epoch: the leader epoch is still 0.)"""
+    model = Model(Config(mode="epoch"))
+    s = run_labels(model, [P0, SF1, LH01, FH1, ("crash", 1), ("controller_handle_failure", 1),
+                           ("become_leader", 0), ("restart", 1), ("become_follower", 1), ("send_fetch", 1)])[-1]
+    assert not s.replicas[1].truncating
+    assert s.inflight[1][:5] == (1, 0, 0, 1, 0)      # Fetch to r0, leader epoch 0, offset 1, last epoch 0
+    s = model.step(s, ("leader_handle_fetch", 0, 1))
+    assert s.inflight[1][5:] == (UNDEFINED, UNDEFINED) and s.replicas[0].remote_leo[1] == 1
 
 
 def test_epoch_mode_new_leader_adds_cache_entry_on_taking_office(epoch_model):

@@ -145,7 +145,7 @@ def test_differential_replay_shows_how_epochs_block_the_hw_loss():
     assert "breaks under kip101: nothing (NoCommittedDataLoss holds throughout)" in out
     # the newest protocol (epoch names it) does not even let r1 restart before the controller handled its crash
     epoch = run_cli("replay", CX / "hw-data-loss.itf.json", "--mode", "epoch")
-    assert "refused at step 8 of 11: restart(r1): not enabled in mode kip380" in epoch.stdout
+    assert f"refused at step 8 of 11: restart(r1): not enabled in mode {LADDER[-1].name}" in epoch.stdout
 
 
 def test_differential_replay_shows_kafka_6361_still_diverging_under_2_0():

@@ -87,20 +87,32 @@ def test_truncation_at_the_leo_trims_the_cache_only_from_2_8():
 
 
 def test_the_ladder():
-    assert [m.name for m in LADDER] == ["hw", "kip101", "kip279", "kip320", "kip380"]
-    assert ALIASES["epoch"] == LADDER[-1].name and Config(mode="epoch").mode == "kip380"
+    assert [m.name for m in LADDER] == ["hw", "kip101", "kip279", "kip320", "kip380", "kafka10706", "kafka10554",
+                                        "kafka13141", "kip903", "kafka15583", "kip966", "kafka19522"]
+    assert ALIASES["epoch"] == LADDER[-1].name and Config(mode="epoch").mode == "kafka19522"
     assert Config(mode="kip320").mode == "kip320"
-    hw, k101, k279, k320, k380 = LADDER
+    hw, k101, k279, k320, k380 = LADDER[:5]
     assert not hw.epochs and all(m.epochs for m in LADDER[1:])
-    assert [m.assign for m in LADDER[1:]] == [assign_0_11, assign_0_11, assign_2_1, assign_2_1]
-    assert [m.end_offset_for for m in LADDER[1:]] == [end_offset_for_0_11, end_offset_for_2_0,
-                                                       end_offset_for_2_1, end_offset_for_2_1]
-    assert [m.fenced for m in LADDER] == [False, False, False, True, True]
-    assert [m.restart_after_detection for m in LADDER] == [False] * 4 + [True]
-    assert not any(m.trim_cache_at_leo for m in LADDER)          # KAFKA-10706 is 2.6.1/2.7.0
+    assert [m.assign for m in LADDER[1:5]] == [assign_0_11, assign_0_11, assign_2_1, assign_2_1]
+    assert all(m.assign is assign_2_1 and m.end_offset_for is end_offset_for_2_1 for m in LADDER[5:])
+    assert [m.end_offset_for for m in LADDER[1:5]] == [end_offset_for_0_11, end_offset_for_2_0,
+                                                        end_offset_for_2_1, end_offset_for_2_1]
+    assert [m.fenced for m in LADDER] == [False, False, False, True] + [True] * 8
+    assert [m.restart_after_detection for m in LADDER] == [False] * 4 + [True] * 8
+    assert [m.trim_cache_at_leo for m in LADDER] == [False] * 5 + [True] * 7     # KAFKA-10706: 2.6.1/2.7.0
+    rules = {"truncate_on_fetch": [0] * 6 + [1] * 6,
+             "diverging_fetch_updates_follower": [0] * 6 + [1] + [0] * 5,      # KAFKA-13141: 2.8.0 only
+             "hw_before_truncation": [0] * 6 + [1, 1] + [0] * 4,              # KAFKA-14704: to 3.4.0
+             "broker_epochs": [0] * 8 + [1] * 4, "isr_only_live": [0] * 8 + [1] * 4,
+             "isr_removal_bumps_epoch": [1] * 8 + [0] * 4,
+             "strict_min_isr": [0] * 9 + [1] * 3, "elr": [0] * 10 + [1] * 2,
+             "elect_fenced_last_leader": [0] * 10 + [1, 0]}                  # KAFKA-19522: 4.0
+    for rule, values in rules.items():
+        assert [int(getattr(m, rule)) for m in LADDER] == values, rule
     for m in LADDER:
         assert m.kafka and m.changes
-        assert all("@" in c.source and c.ref for c in m.changes), m.name
+        assert all("@" in c.source or "#" in c.source for c in m.changes), m.name
+        assert all(c.ref for c in m.changes), m.name
 
 
 P0 = ("produce", 0)

@@ -26,8 +26,9 @@ def test_kip279_fast_bounce_keeps_acked_records_when_the_leader_dies_mid_exchang
 
 
 def test_epoch_mode_cannot_elect_the_restarted_follower_at_all():
-    """With KIP-380 the bounce is handled: r1 left the ISR, so only r0 may lead (clean election)."""
-    model = Model(Config(mode="epoch"))
+    """With KIP-380 the bounce is handled: r1 left the ISR, so only r0 may lead (clean election).
+    kip380 (2.2-2.6.0): the last releases whose followers ask OffsetsForLeaderEpoch after a restart."""
+    model = Model(Config(mode="kip380"))
     states = run_labels(model, ACKED + [("crash", 1), ("controller_handle_failure", 1), ("restart", 1),
                                         ("become_follower", 1), ("send_epoch_request", 1)] + LEADER_DIES)
     assert all(not model.violated(s) for s in states)

@@ -31,7 +31,7 @@ def columns(s):
     return (leader.leo, leader.remote_leo[1], leader.hw, follower.leo, follower.hw)
 
 
-@pytest.mark.parametrize("mode", ["hw", "epoch"])
+@pytest.mark.parametrize("mode", ["hw", "kip380", "epoch"])
 def test_one_write_two_fetch_rounds(mode):
     model = Model(Config(mode=mode, records=1))
     s = run_labels(model, [P, SF, LH, FH, SF, LH, FH])
@@ -39,7 +39,7 @@ def test_one_write_two_fetch_rounds(mode):
     assert columns(s[2]) == (1, 0, 0, 0, 0)   # Follower Fetch (sent, offset 0)
     assert s[2].inflight[1][3] == 0           # the fetch offset is the follower's LEO
     assert columns(s[3]) == (1, 0, 0, 0, 0)   # Leader Update HW: min(1, 0) = 0
-    kind, _, records, response_hw, _ = s[3].inflight[1]
+    kind, _, records, response_hw, _ = s[3].inflight[1][:5]
     assert kind == FETCH_RESPONSE and records == ((0, 0),) and response_hw == 0   # Leader Response
     assert columns(s[4]) == (1, 0, 0, 1, 0)   # Leader Response appended + Follower Update HW
     assert s[5].inflight[1][3] == 1           # second Follower Fetch carries offset 1

@@ -16,7 +16,7 @@ from hwcheck.spec import Config, ConfigError, Model
 from hwcheck.spec.auxiliary import AUXILIARY
 from hwcheck.spec.log import (assign_0_11, assign_2_1, end_offset_for_0_11, end_offset_for_2_0, end_offset_for_2_1,
                               truncate)
-from hwcheck.spec.modes import MODES, follower_truncation, register
+from hwcheck.spec.modes import LADDER, MODES, follower_truncation, register
 from hwcheck.spec.state import Replica
 
 from .conftest import exact_reachable, run_cli, run_labels
@@ -214,6 +214,15 @@ def test_modes_the_encoding_cannot_express_are_refused_in_one_line(variant):
             bmc(Model(Config(mode=name)), 1)
         message = str(e.value)
         assert "\n" not in message and name in message and what in message and "bfs" in message, message
+    for mode in [m.name for m in LADDER if m.truncate_on_fetch or m.elr] + ["epoch"]:
+        with pytest.raises(ConfigError) as e:
+            Encoding(Model(Config(mode=mode)), CONCRETE)
+        message = str(e.value)
+        assert "\n" not in message and "does not cover mode" in message and "bfs" in message, message
+    for knobs in (dict(disk_losses=1), dict(follower_reads=True)):
+        with pytest.raises(ConfigError, match="does not encode"):
+            Encoding(Model(Config(mode="kip380", **knobs)), CONCRETE)
+    Encoding(Model(Config(mode="kafka10706")), CONCRETE)           # the KAFKA-10706 trim is encoded
     model = Model(Config(mode=variant("kip320", "z3-no-epoch-start", expand_waits_for_epoch_start=False,
                                       follow_on_new_epoch=False, trim_cache_at_leo=True)))
     enc = Encoding(model, CONCRETE)
@@ -262,7 +271,7 @@ def test_z3_models_of_the_transition_relation_are_the_spec_successors(mode):
 def test_a_drifting_encoding_fails_the_agreement_test():
     """Mutate one rule (seed 003's ISR expansion: drop 'the follower has reached the leader's HW')
     and the agreement breaks."""
-    model = Model(Config(mode="epoch"))
+    model = Model(Config(mode="kip380"))
     states = reachable(model, 3000)
     enc = Encoding(model, CONCRETE)
     assert not disagreements(enc, model, states)
@@ -299,7 +308,7 @@ def _bmc_matches_bfs(cfg, only):
 
 
 def test_bmc_finds_the_unclean_election_loss_in_as_many_steps_as_bfs():
-    _bmc_matches_bfs(Config(mode="epoch", unclean_election=True), None)
+    _bmc_matches_bfs(Config(mode="kip380", unclean_election=True), None)
 
 
 @pytest.mark.slow
@@ -335,14 +344,14 @@ class _Auxiliary:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("mode", ["epoch", "hw"])
+@pytest.mark.parametrize("mode", ["kip380", "hw"])
 def test_auxiliary_invariants_hold_in_every_reachable_state(mode):
     r = bfs(_Auxiliary(Model(Config(mode=mode))), all_invariants=True)
     assert r.verdict == HOLDS and r.complete and r.distinct_states > 1000
 
 
 def test_k_induction_reports_a_counterexample_to_induction():
-    model = Model(Config(mode="epoch"))
+    model = Model(Config(mode="kip380"))
     p = prove(model, ["NoLogDivergence"], 1, aux=AUXILIARY)
     assert p.verdict == NOT_INDUCTIVE and len(p.cti) == 2 and p.broken
     # the CTI is a real step of the spec from a state satisfying the property
@@ -375,7 +384,7 @@ def test_cli_verify_z3_and_prove(tmp_path):
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "--depth" in r.stderr
     r = run_cli("verify", "--depth", "3")
     assert r.returncode == 2 and r.stderr.count("\n") == 1
-    r = run_cli("prove", "--mode", "epoch", "--invariant", "NoLogDivergence")
+    r = run_cli("prove", "--mode", "kip380", "--invariant", "NoLogDivergence")
     assert r.returncode == 3 and "not k-inductive" in r.stdout and "state 1 after" in r.stdout
     assert "stale:" in r.stdout and "live=" in r.stdout
     r = run_cli("prove", "--invariant", "Nope")

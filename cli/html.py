@@ -336,13 +336,17 @@ JS = r"""
   function drawSide() {
     const st = D.states[step].state;
     const c = st.controller;
-    $("controller").textContent = `leader ${c.leader || "none"}, epoch ${c.epoch}, ISR {${c.isr["#set"].join(",")}}`;
+    let text = `leader ${c.leader || "none"}, epoch ${c.epoch}, ISR {${c.isr["#set"].join(",")}}`;
+    if (c.elr) text += `, ELR {${c.elr["#set"].join(",")}}, last known leader {${c.last_known_elr["#set"].join(",")}}`;
+    if (c.broker_epochs) text += `, broker epochs ${Object.entries(c.broker_epochs).map(([r, e]) => r + ":" + e).join(" ")}`;
+    $("controller").textContent = text;
     const h = st.history;
     const acked = Object.entries(h.acked).map(([rec, off]) => `r${rec}@${off}`).join(" ") || "none";
     $("history").innerHTML = "";
     const lines = [`produced ${h.produced}`, `acknowledged ${acked}`,
                    `exposed to consumers: ${h.exposed.map((r) => "r" + r).join(" ") || "none"}`,
-                   `crashes ${h.crashes}, power failures ${h.power_failures}`];
+                   `crashes ${h.crashes}, power failures ${h.power_failures}` +
+                   (h.disk_losses === undefined ? "" : `, disk losses ${h.disk_losses}`)];
     for (const t of lines) { const d = document.createElement("div"); d.textContent = t; $("history").appendChild(d); }
   }
 

@@ -10,6 +10,7 @@ from hwcheck.spec import Config, ConfigError, Model
 from hwcheck.spec.state import FETCH_RESPONSE, UNDEFINED
 
 from .conftest import ROOT, run_cli, run_labels
+from .test_html_report import _report, browser_page  # noqa: F401  (a fixture)
 
 CX = ROOT / "counterexamples"
 
@@ -139,3 +140,17 @@ def test_the_stories_of_the_counterexamples_replay():
                  "kafka19522-two-disk-losses-loss", "kafka19522-crash-and-disk-loss"):
         proc = run_cli("replay", CX / f"{name}.itf.json", "--quiet")
         assert proc.returncode == 0 and "broken in the last state" in proc.stdout, proc.stderr
+
+
+def test_the_html_report_shows_the_elr_and_broker_epochs(tmp_path, browser_page):
+    """The 4.1+ disk-loss trace in Chromium: the controller line names ELR, last known leader and
+    broker epochs, the history line the disk losses."""
+    page = browser_page
+    page.goto(_report(tmp_path, CX / "kafka19522-two-disk-losses-loss.itf.json").as_uri())
+    page.keyboard.press("End")
+    controller = page.inner_text("#controller")
+    assert "ELR {}" in controller and "last known leader {}" in controller and "broker epochs r0:1 r1:1" in controller
+    assert "disk losses 2" in page.inner_text("#history")
+    page.keyboard.press("Home")
+    assert "broker epochs r0:0 r1:0" in page.inner_text("#controller")
+    assert page.errors == []

@@ -18,7 +18,7 @@ from typing import Dict, List, Optional
 from xml.sax.saxutils import escape, quoteattr
 
 from hwcheck.spec import Config, ConfigError, Model
-from hwcheck.spec.invariants import INVARIANTS, invariants_for
+from hwcheck.spec.invariants import ELR_ONLY, INVARIANTS, invariants_for
 
 from .bfs import bfs
 from .result import Result
@@ -72,7 +72,7 @@ def parse_gate(table: dict) -> List[Entry]:
     """Entries from a mapping of name -> settings (the ``[tool.hwcheck.gate]`` table)."""
     if not isinstance(table, dict) or not table:
         raise GateError("the gate has no entries")
-    names = {name for name, _ in INVARIANTS} | {"LeaderUnfenced"}      # LeaderUnfenced: ELR modes only
+    names = {name for name, _ in INVARIANTS + ELR_ONLY}
     entries = []
     for name, spec in table.items():
         if not isinstance(spec, dict):

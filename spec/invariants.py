@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .modes import MODES
 from .state import LEADER, NONE, UNDEFINED, State
 
 
@@ -77,15 +78,18 @@ def leader_unfenced(s: State) -> bool:
     return c.leader == UNDEFINED or bool(c.live >> c.leader & 1)
 
 
+# checked only where an election can break it: the modes with Eligible Leader Replicas
+ELR_ONLY = (("LeaderUnfenced", leader_unfenced),)
+
+
 def invariants_for(cfg) -> tuple:
     """The invariants of a run: ConsumerConsistency covers followers when they serve reads; the
     modes with Eligible Leader Replicas also check LeaderUnfenced (their elections may name a
     broker the controller has fenced)."""
-    from .modes import MODES
     invariants = INVARIANTS
     if getattr(cfg, "follower_reads", False):
         invariants = tuple((name, consumer_consistency_with_follower_reads if name == "ConsumerConsistency" else pred)
                            for name, pred in invariants)
     if MODES[cfg.mode].elr:
-        invariants += (("LeaderUnfenced", leader_unfenced),)
+        invariants += ELR_ONLY
     return invariants

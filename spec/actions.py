@@ -102,12 +102,6 @@ def _drop_messages_to(s: State, r: int) -> State:
     return _abandon(State(s.replicas, s.controller, inflight, stale, s.history), r)
 
 
-def _exposed(h: History, rep: Replica, hw: int) -> tuple:
-    """What consumers could read once ``rep``'s HW is ``hw``: offsets newly below it join the
-    record of what was exposed (the invariants compare every serving log against it)."""
-    return h.exposed + tuple(rep.log[o][0] for o in range(len(h.exposed), hw))
-
-
 def advance_hw(s: State, l: int, rules: Rules) -> State:
     """maybeIncrementLeaderHW: leader HW = max(HW, min LEO over its ISR view), using the remote
     LEOs it learned from fetches (seed 000 §四, seed 001: max[Leader HW, min(All LEO)]).
@@ -125,7 +119,7 @@ def advance_hw(s: State, l: int, rules: Rules) -> State:
     if low <= rep.hw:
         return s
     h = s.history
-    exposed = _exposed(h, rep, low)
+    exposed = h.exposed + tuple(rep.log[o][0] for o in range(len(h.exposed), low))
     acked = h.acked
     if rules.cfg.acks == "all" and _size(rep.isr) >= rules.cfg.min_isr:
         acked = list(acked)
@@ -282,12 +276,10 @@ def follower_handle_fetch(s: State, rules: Rules, f: int) -> Optional[State]:
 
 def _follower_hw(s: State, rules: Rules, f: int, rep: Replica, hw: int) -> State:
     """The follower takes HW = min(LEO, the response's HW) (seed 000 §二). With reads from followers
-    (KIP-392, 2.4+) a consumer can read below it: offsets newly below it are exposed."""
-    rep = rep._replace(hw=min(rep.leo, hw))
-    s = _set(s, f, rep)
-    if rules.cfg.follower_reads and rep.hw > len(s.history.exposed):
-        s = s._replace(history=s.history._replace(exposed=_exposed(s.history, rep, rep.hw)))
-    return s
+    (KIP-392, 2.4+) a consumer can read below it; nothing new is exposed by it, since every HW a
+    response carries was a leader's, whose rise exposed those offsets already (what follower reads
+    add is the check of the follower's log against them: invariants.py)."""
+    return _set(s, f, rep._replace(hw=min(rep.leo, hw)))
 
 
 def _truncate_on_fetch_response(s: State, rules: Rules, f: int, msg: tuple) -> State:

@@ -1,8 +1,8 @@
 """Commands on the state graph: ``hwcheck graph``, ``verify --liveness`` and ``replay --focus``.
 
-``verify`` and ``replay`` live in main.py, which imports this module at its end; ``register``
-adds the options here to those commands and wraps their callbacks, which take over when their
-option is given (or, for replay, when the trace is a lasso) and otherwise pass the call on.
+cli/main.py adds ``graph`` to the group and calls ``register`` with its ``verify`` and ``replay``;
+``register`` adds the options here to those commands and wraps their callbacks, which take over
+when their option is given (or, for replay, when the trace is a lasso) and otherwise pass the call on.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from hwcheck.checker.trace import TraceError, load_itf, replay as replay_trace
 from hwcheck.spec import Model
 from hwcheck.spec.actions import ACTIONS
 
-from .main import (EXIT_HOLDS, EXIT_VIOLATION, check_writable, cli, fail, knob_options,
-                   make_config, read_text, write_file)
+from .options import (EXIT_HOLDS, EXIT_VIOLATION, check_writable, fail, free_default_path, knob_options,
+                      make_config, read_text, write_file)
 from .models import DESIGN_ONLY, TLA_ONLY, build_model, given
 from .render import settings_line, trace_table
 
@@ -47,7 +47,7 @@ def _reductions(text: str):
 
 # ---------------------------------------------------------------- hwcheck graph
 
-@cli.command()
+@click.command()
 @knob_options
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True,
               help="the graph file: .dot, .graphml or .json")
@@ -150,7 +150,6 @@ def run_liveness(fair, max_nodes, out, force, quiet, verbose=False, **knobs):
                    f"state(s) closed by {closing}")
         if not quiet:
             click.echo(trace_table(model, lasso.trace, [f"{name} (loops back to step {lasso.loop})"]))
-        from .main import free_default_path
         path = out if (out is not None and broken == 1) else free_default_path(cfg, name)
         write_file(path, json.dumps(lasso_to_itf(model, lasso, fair_set), indent=1) + "\n")
         click.echo(f"  trace: {path} (replay with: hwcheck replay {path})")

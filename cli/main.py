@@ -4,7 +4,6 @@ invariant no longer breaks), 2 bad usage or input, 130 interrupted."""
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import shutil
@@ -21,90 +20,18 @@ from hwcheck.checker.gate import GateError, junit_xml, parse_gate, run_entry
 from hwcheck.checker.result import INTERRUPTED, VIOLATED
 from hwcheck.checker.trace import TraceError, differential, load_itf, replay as replay_trace, to_itf
 from hwcheck.spec import Config, ConfigError
-from hwcheck.spec.config import ACKS, RESPONSE_HW
 from hwcheck.spec.modes import ALIASES, LADDER
 
 from . import jsonout
 from .html import first_breaks, render_html
-from .models import (DESIGN_MODES, OTHER_MODES, build_model, design_config, load_mode_file, mode_file_option,
-                     model_options, replay_mode_file, settings_line, trace_table, with_options)
+from .models import DESIGN_MODES, build_model, load_mode_file, mode_file_option, model_options, replay_mode_file, \
+    settings_line, trace_table
+from .options import (DEFAULTS, EXIT_HOLDS, EXIT_INTERRUPTED, EXIT_USAGE, EXIT_VIOLATION, check_writable, fail,
+                      free_default_path, knob_options, read_text, write_file)
 from .progress import Progress, level as progress_level
 from .render import figures_line, modes_table
 from .engines import ENGINES, engine_options, run_spark
-
-EXIT_HOLDS, EXIT_VIOLATION, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
-DEFAULTS = Config()
-
-
-def fail(message: str) -> "click.exceptions.Exit":
-    """One line on stderr, exit 2: the way every bad input ends."""
-    click.echo(f"hwcheck: error: {message}", err=True)
-    raise click.exceptions.Exit(EXIT_USAGE)
-
-
-def knob_options(fn):
-    """Every knob of Config as an option, defaults from Config itself (one source of truth)."""
-    options = [
-        click.option("--mode", type=click.Choice(DESIGN_MODES + OTHER_MODES), default=DEFAULTS.mode,
-                     show_default=True, help="the Kafka release range to model (hwcheck modes lists them; "
-                     "epoch = the newest)"),
-        mode_file_option(),
-        click.option("--replicas", type=int, default=DEFAULTS.replicas, show_default=True),
-        click.option("--records", type=int, default=DEFAULTS.records, show_default=True,
-                     help="records the producer sends"),
-        click.option("--crashes", type=int, default=DEFAULTS.crashes, show_default=True,
-                     help="broker crashes (memory lost, disk kept)"),
-        click.option("--power-failures", type=int, default=DEFAULTS.power_failures, show_default=True,
-                     help="crashes that also lose the unflushed log tail"),
-        click.option("--disk-losses", type=int, default=DEFAULTS.disk_losses, show_default=True,
-                     help="crashes after which the broker comes back to an empty disk"),
-        click.option("--max-epoch", type=int, default=DEFAULTS.max_epoch, show_default=True,
-                     help="leader elections allowed (epoch bound)"),
-        click.option("--min-isr", type=int, default=DEFAULTS.min_isr, show_default=True,
-                     help="min.insync.replicas"),
-        click.option("--acks", type=click.Choice(ACKS), default=DEFAULTS.acks, show_default=True),
-        click.option("--unclean-election/--clean-election", default=DEFAULTS.unclean_election,
-                     show_default=True, help="unclean.leader.election.enable"),
-        click.option("--response-hw", type=click.Choice(RESPONSE_HW), default=DEFAULTS.response_hw,
-                     show_default=True, help="fetch response carries the leader HW from after or before its update"),
-        click.option("--follower-reads/--leader-reads", default=DEFAULTS.follower_reads, show_default=True,
-                     help="consumers may also read from followers (KIP-392, 2.4+)"),
-    ]
-    return with_options(fn, options)
-
-
-def make_config(**knobs) -> Config:
-    return design_config(knobs, fail)
-
-
-def check_writable(path: Path, force: bool) -> None:
-    """Refuse, before any work, to replace an existing file unless --force or a yes at an
-    interactive prompt; refuse a path whose folder does not exist."""
-    if path.is_dir():
-        fail(f"{path} is a directory")
-    if not path.parent.is_dir():
-        fail(f"cannot write {path}: folder {path.parent} does not exist")
-    if path.exists() and not force:
-        if not (sys.stdin.isatty() and click.confirm(f"{path} exists; overwrite?", default=False, err=True)):
-            fail(f"{path} exists; not overwriting it (use --force or another path)")
-
-
-def write_file(path: Path, text: str) -> Path:
-    try:
-        path.write_text(text)
-    except OSError as e:
-        fail(f"cannot write {path}: {e.strerror}")
-    return path
-
-
-def free_default_path(cfg: Config, invariant: str) -> Path:
-    """hwcheck-<mode>-<invariant>.itf.json in the current directory, numbered if taken."""
-    base = f"hwcheck-{cfg.mode}-{invariant}"
-    path, i = Path(f"{base}.itf.json"), 1
-    while path.exists():
-        path, i = Path(f"{base}-{i}.itf.json"), i + 1
-    return path
-
+from . import graph as _graph, symbolic as _symbolic
 
 class OneLineErrors(click.Group):
     """Usage errors (a bad option value, a missing file argument) as one line and exit 2, as
@@ -275,15 +202,6 @@ def prepare_checkpoint(folder: Path, force: bool, resuming: bool) -> None:
         fail(f"cannot create {folder}: {e.strerror}")
     if (folder / CHECKPOINT_FILE).exists() and not (resuming or force):
         fail(f"{folder} already holds a checkpoint; resume it with --resume {folder}, or use --force to replace it")
-
-
-def read_text(path: Path) -> str:
-    try:
-        return path.read_text()
-    except OSError as e:
-        fail(f"cannot read {path}: {e.strerror}")
-    except UnicodeDecodeError:
-        fail(f"{path}: not a text file")
 
 
 @cli.command()
@@ -496,27 +414,11 @@ def main() -> None:
 
 
 # the state-graph commands (issue 6): `hwcheck graph`, `verify --liveness`, `replay --focus`
-from .graph import register as _register_graph  # noqa: E402
+cli.add_command(_graph.graph)
+_graph.register(verify, replay)
 
-_register_graph(verify, replay)
-
-# the z3 engine (issue 4): `verify --engine z3 --depth K`, `hwcheck prove`
-from . import symbolic as _symbolic  # noqa: E402,F401
-
-
-def _z3_config_errors(fn):
-    """prove's callback: a ConfigError from the z3 encoding (a variant it cannot express) is the
-    one-line error."""
-    @functools.wraps(fn)
-    def wrapper(**kwargs):
-        try:
-            return fn(**kwargs)
-        except ConfigError as e:
-            fail(f"z3 engine: {e}")
-    return wrapper
-
-
-_symbolic.prove.callback = _z3_config_errors(_symbolic.prove.callback)
+# the z3 engine (issue 4): `verify --engine z3 --depth K` (in verify above), `hwcheck prove`
+cli.add_command(_symbolic.prove)
 
 # --mode-file on replay: outside --focus and lassos (cli/graph.py), which replay the variant too
 replay.callback = replay_mode_file(replay.callback, fail, read_text)

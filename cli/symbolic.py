@@ -1,8 +1,10 @@
 """The z3 engine on the command line: ``verify --engine z3 --depth K`` (bounded model checking)
-and ``hwcheck prove`` (k-induction). main.py imports this module at its end."""
+and ``hwcheck prove`` (k-induction). cli/main.py calls ``verify_z3`` from verify and adds ``prove``
+to the group."""
 
 from __future__ import annotations
 
+import functools
 import json
 
 import click
@@ -16,8 +18,8 @@ from hwcheck.spec.auxiliary import AUXILIARY
 from hwcheck.spec.state import UNDEFINED, members, replica_name
 
 from . import jsonout
-from .main import (EXIT_HOLDS, EXIT_VIOLATION, check_writable, cli, fail, free_default_path, knob_options,
-                   make_config, write_file)
+from .options import (EXIT_HOLDS, EXIT_VIOLATION, check_writable, fail, free_default_path, knob_options,
+                      make_config, write_file)
 from .render import controller_cell, replica_cell, settings_line, trace_table
 
 EXIT_NOT_INDUCTIVE = 3
@@ -84,13 +86,26 @@ def state_lines(model, s) -> str:
     return "\n".join(lines)
 
 
-@cli.command()
+def _z3_config_errors(fn):
+    """prove's callback: a ConfigError from the z3 encoding (a variant it cannot express) is the
+    one-line error."""
+    @functools.wraps(fn)
+    def wrapper(**kwargs):
+        try:
+            return fn(**kwargs)
+        except ConfigError as e:
+            fail(f"z3 engine: {e}")
+    return wrapper
+
+
+@click.command()
 @knob_options
 @click.option("--invariant", "names", multiple=True, metavar="NAME", required=True,
               help="the invariant to prove (repeatable: their conjunction)")
 @click.option("--k", "k", type=click.IntRange(min=1), default=1, show_default=True, help="induction depth")
 @click.option("--aux/--no-aux", default=True, show_default=True,
               help="strengthen with the auxiliary invariants of spec/auxiliary.py")
+@_z3_config_errors
 def prove(names, k, aux, **knobs):
     """k-induction with z3: 'holds at every depth', or 'not k-inductive' with the counterexample
     to induction. Exit 0 proved, 1 violated from the initial state, 3 not k-inductive."""

@@ -1,0 +1,102 @@
+"""What the commands share: exit codes, the one-line error, the knob options, and reading and
+writing the files a command names. Every command module imports from here; only the entry point
+(cli/main.py) assembles the commands into the ``hwcheck`` group, and no module imports main.py."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from hwcheck.spec import Config
+from hwcheck.spec.config import ACKS, RESPONSE_HW
+
+from .models import DESIGN_MODES, OTHER_MODES, design_config, mode_file_option, with_options
+
+EXIT_HOLDS, EXIT_VIOLATION, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+DEFAULTS = Config()
+
+
+def fail(message: str) -> "click.exceptions.Exit":
+    """One line on stderr, exit 2: the way every bad input ends."""
+    click.echo(f"hwcheck: error: {message}", err=True)
+    raise click.exceptions.Exit(EXIT_USAGE)
+
+
+def knob_options(fn=None, *, modes=None):
+    """Every knob of Config as an option, defaults from Config itself (one source of truth).
+    ``modes``: the --mode choices (default: the design model's modes and the kafka-tla ones,
+    for a command that also takes --model)."""
+    if fn is None:
+        return lambda f: knob_options(f, modes=modes)
+    choices = list(modes) if modes is not None else DESIGN_MODES + OTHER_MODES
+    options = [
+        click.option("--mode", type=click.Choice(choices), default=DEFAULTS.mode,
+                     show_default=True, help="the Kafka release range to model (hwcheck modes lists them; "
+                     "epoch = the newest)"),
+        mode_file_option(),
+        click.option("--replicas", type=int, default=DEFAULTS.replicas, show_default=True),
+        click.option("--records", type=int, default=DEFAULTS.records, show_default=True,
+                     help="records the producer sends"),
+        click.option("--crashes", type=int, default=DEFAULTS.crashes, show_default=True,
+                     help="broker crashes (memory lost, disk kept)"),
+        click.option("--power-failures", type=int, default=DEFAULTS.power_failures, show_default=True,
+                     help="crashes that also lose the unflushed log tail"),
+        click.option("--disk-losses", type=int, default=DEFAULTS.disk_losses, show_default=True,
+                     help="crashes after which the broker comes back to an empty disk"),
+        click.option("--max-epoch", type=int, default=DEFAULTS.max_epoch, show_default=True,
+                     help="leader elections allowed (epoch bound)"),
+        click.option("--min-isr", type=int, default=DEFAULTS.min_isr, show_default=True,
+                     help="min.insync.replicas"),
+        click.option("--acks", type=click.Choice(ACKS), default=DEFAULTS.acks, show_default=True),
+        click.option("--unclean-election/--clean-election", default=DEFAULTS.unclean_election,
+                     show_default=True, help="unclean.leader.election.enable"),
+        click.option("--response-hw", type=click.Choice(RESPONSE_HW), default=DEFAULTS.response_hw,
+                     show_default=True, help="fetch response carries the leader HW from after or before its update"),
+        click.option("--follower-reads/--leader-reads", default=DEFAULTS.follower_reads, show_default=True,
+                     help="consumers may also read from followers (KIP-392, 2.4+)"),
+    ]
+    return with_options(fn, options)
+
+
+def make_config(**knobs) -> Config:
+    return design_config(knobs, fail)
+
+
+def check_writable(path: Path, force: bool) -> None:
+    """Refuse, before any work, to replace an existing file unless --force or a yes at an
+    interactive prompt; refuse a path whose folder does not exist."""
+    if path.is_dir():
+        fail(f"{path} is a directory")
+    if not path.parent.is_dir():
+        fail(f"cannot write {path}: folder {path.parent} does not exist")
+    if path.exists() and not force:
+        if not (sys.stdin.isatty() and click.confirm(f"{path} exists; overwrite?", default=False, err=True)):
+            fail(f"{path} exists; not overwriting it (use --force or another path)")
+
+
+def write_file(path: Path, text: str) -> Path:
+    try:
+        path.write_text(text)
+    except OSError as e:
+        fail(f"cannot write {path}: {e.strerror}")
+    return path
+
+
+def free_default_path(cfg: Config, invariant: str) -> Path:
+    """hwcheck-<mode>-<invariant>.itf.json in the current directory, numbered if taken."""
+    base = f"hwcheck-{cfg.mode}-{invariant}"
+    path, i = Path(f"{base}.itf.json"), 1
+    while path.exists():
+        path, i = Path(f"{base}-{i}.itf.json"), i + 1
+    return path
+
+
+def read_text(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError as e:
+        fail(f"cannot read {path}: {e.strerror}")
+    except UnicodeDecodeError:
+        fail(f"{path}: not a text file")

@@ -33,6 +33,7 @@ import gc
 import os
 import pickle
 import resource
+import signal
 import time
 from array import array
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
@@ -164,6 +165,14 @@ class _MemoryLimit(Exception):
 
 def _expand_in_worker(task):
     return _ACTIVE.expand(task)
+
+
+def _worker_ignores_ctrl_c() -> None:
+    """A worker leaves Ctrl-C to the parent: a terminal sends SIGINT to the whole process group,
+    and the parent, which stops the search and terminates the pool, is the one to report it (a
+    worker's own KeyboardInterrupt would print a traceback per worker)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 def _tasks(frontier) -> List[Tuple[int, int]]:
@@ -314,15 +323,21 @@ def bfs(model, *, max_depth: Optional[int] = None, all_invariants: bool = False,
             queued = 0
             tasks = _tasks(search.frontier)
             pool = None
-            if workers > 1 and sum(len(keep) for _, keep, _ in search.frontier) >= PARALLEL_LEVEL:
-                import multiprocessing
-                _ACTIVE = search
-                rss_at_fork = peak_rss_mb()
-                pool = multiprocessing.get_context("fork").Pool(workers)
-                results = pool.imap(_expand_in_worker, tasks)
-            else:
-                results = (search.expand(task) for task in tasks)
             try:
+                if workers > 1 and sum(len(keep) for _, keep, _ in search.frontier) >= PARALLEL_LEVEL:
+                    import multiprocessing
+                    _ACTIVE = search
+                    rss_at_fork = peak_rss_mb()
+                    # SIGINT is blocked while the workers fork (each starts with it blocked, then
+                    # ignores it), so none can take a Ctrl-C before its initializer has run
+                    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+                    try:
+                        pool = multiprocessing.get_context("fork").Pool(workers, initializer=_worker_ignores_ctrl_c)
+                    finally:
+                        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+                    results = pool.imap(_expand_in_worker, tasks)
+                else:
+                    results = (search.expand(task) for task in tasks)
                 for pos, ppos, fps, viol, blobs, n, rss, pid in results:
                     if pool is not None:
                         worker_rss[pid] = max(worker_rss.get(pid, 0.0), rss)

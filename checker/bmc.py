@@ -26,7 +26,7 @@ from typing import Callable, List, Optional, Sequence
 import z3
 
 from .bfs import peak_rss_mb
-from .result import HOLDS, VIOLATED, Result, Trace
+from .result import HOLDS, INTERRUPTED, VIOLATED, Result, Trace
 from .symbolic import CONCRETE, Z3, Encoding, bv_width, equal, leaves, z3_ops
 
 NOT_INDUCTIVE = "not k-inductive"
@@ -97,11 +97,18 @@ class Unrolling:
         return [self.enc.instances[zmodel.eval(a, model_completion=True).as_long()] for a in self.acts[:upto]]
 
 
+class Interrupted(Exception):
+    """Ctrl-C during a query (z3 catches the SIGINT itself and answers unknown)."""
+
+
 def _check(solver, *extra) -> z3.CheckSatResult:
     solver.add(*extra)
     r = solver.check()
     if r == z3.unknown:
-        raise EncodingError(f"z3 gave up: {solver.reason_unknown()}")
+        why = solver.reason_unknown()
+        if "interrupted" in why or "canceled" in why:
+            raise Interrupted(why)
+        raise EncodingError(f"z3 gave up: {why}")
     return r
 
 
@@ -133,7 +140,8 @@ def bmc(model, depth: int, *, only: Optional[Sequence[str]] = None,
         progress: Optional[Callable[[int, float, str], None]] = None, check_bounds: bool = True,
         bitvectors: bool = True) -> Result:
     """A shortest violation of length <= ``depth`` of the invariants ``only`` (default all), or holds.
-    ``progress(k, seconds, answer)`` is called after each depth is solved.
+    ``progress(k, seconds, answer)`` is called after each depth is solved. Ctrl-C returns verdict
+    ``interrupted``, ``reason`` naming the depth under way (the depths below it hold).
 
     Each depth is a fresh query over the unrolling so far; once depth k is unsat, the property
     (and EncodingBounds) at s_k is a proven lemma and is added for the deeper queries."""
@@ -142,28 +150,34 @@ def bmc(model, depth: int, *, only: Optional[Sequence[str]] = None,
     enc = symbolic_encoding(model, bitvectors)
     un = Unrolling(enc)
     constraints = [enc.init(un.new_state())]
-    for k in range(depth + 1):
-        if k > 0:
-            constraints += un.step()
-        t0 = time.monotonic()
-        good = un.property(k, names)
-        if check_bounds and k < depth:
-            good = Z3.And(good, un.bounds_ok(k))
-        solver = _solver(bitvectors)
-        solver.add(*constraints)
-        answer = _check(solver, Z3.Not(good)) if not isinstance(good, bool) else (z3.unsat if good else z3.sat)
-        if progress is not None:
-            progress(k, time.monotonic() - t0, str(answer))
-        if answer == z3.sat:
-            zm = solver.model()
-            final = enc.to_state(enc.values(zm, un.states[k]))
-            broken = [name for name, pred in model.invariants if name in names and not pred(final)]
-            if not broken:
-                raise EncodingError(f"depth {k}: an enabled action leaves the encoding's bounds "
-                                    f"(records/max_epoch slots); the encoding cannot check this run")
-            trace = _replay(model, enc, un, zm, k, broken[0])
-            return Result("z3", VIOLATED, 0, 0, k, time.monotonic() - start, peak_rss_mb(), [trace], complete=False)
-        constraints.append(good)
+    k = 0
+    try:                        # Ctrl-C: depths 0..k-1 hold (each was answered unsat); k was under way
+        for k in range(depth + 1):
+            if k > 0:
+                constraints += un.step()
+            t0 = time.monotonic()
+            good = un.property(k, names)
+            if check_bounds and k < depth:
+                good = Z3.And(good, un.bounds_ok(k))
+            solver = _solver(bitvectors)
+            solver.add(*constraints)
+            answer = _check(solver, Z3.Not(good)) if not isinstance(good, bool) else (z3.unsat if good else z3.sat)
+            if progress is not None:
+                progress(k, time.monotonic() - t0, str(answer))
+            if answer == z3.sat:
+                zm = solver.model()
+                final = enc.to_state(enc.values(zm, un.states[k]))
+                broken = [name for name, pred in model.invariants if name in names and not pred(final)]
+                if not broken:
+                    raise EncodingError(f"depth {k}: an enabled action leaves the encoding's bounds "
+                                        f"(records/max_epoch slots); the encoding cannot check this run")
+                trace = _replay(model, enc, un, zm, k, broken[0])
+                return Result("z3", VIOLATED, 0, 0, k, time.monotonic() - start, peak_rss_mb(), [trace], complete=False)
+            constraints.append(good)
+            k += 1
+    except (KeyboardInterrupt, Interrupted):
+        return Result("z3", INTERRUPTED, 0, 0, max(k - 1, 0), time.monotonic() - start, peak_rss_mb(), [],
+                      complete=False, reason=f"interrupted at depth {k}")
     return Result("z3", HOLDS, 0, 0, depth, time.monotonic() - start, peak_rss_mb(), [], complete=False)
 
 
@@ -178,21 +192,33 @@ class Proof:
     cti: list = field(default_factory=list)     # not k-inductive: the k+1 states of the step
     cti_labels: list = field(default_factory=list)
     broken: List[str] = field(default_factory=list)  # conjuncts false in the last CTI state
+    interrupted_in: str = ""        # interrupted: the query Ctrl-C cut
 
 
 def prove(model, names: Sequence[str], k: int = 1, *, aux: Sequence = (), simple_path: bool = True, bitvectors: bool = True,
           progress: Optional[Callable[[str, float, str], None]] = None) -> Proof:
     """k-induction of the conjunction of ``names`` (the model's invariants), ``aux`` ((name,
     predicate) pairs of spec/auxiliary.py, encoded in symbolic.INVARIANT_ENCODINGS) and
-    EncodingBounds."""
-    enc = symbolic_encoding(model, bitvectors)
+    EncodingBounds. Ctrl-C returns verdict ``interrupted`` with ``interrupted_in`` naming the
+    query under way ("base case at depth j" or "inductive step")."""
     conj = list(names) + [name for name, _ in aux] + [BOUNDS]
     proof = Proof(HOLDS, k, conj)
+    try:
+        return _prove(model, proof, k, aux, simple_path, bitvectors, progress)
+    except (KeyboardInterrupt, Interrupted):
+        proof.verdict, proof.broken, proof.trace, proof.cti = INTERRUPTED, [], None, []
+        return proof
+
+
+def _prove(model, proof: Proof, k: int, aux, simple_path: bool, bitvectors: bool, progress) -> Proof:
+    enc = symbolic_encoding(model, bitvectors)
+    conj = proof.names
     # base case: no violation from the initial state within k-1 steps
     t0 = time.monotonic()
     un = Unrolling(enc, "b")
     constraints = [enc.init(un.new_state())]
     for j in range(k):
+        proof.interrupted_in = f"base case at depth {j}"
         if j > 0:
             constraints += un.step()
         solver = _solver(bitvectors)
@@ -211,6 +237,7 @@ def prove(model, names: Sequence[str], k: int = 1, *, aux: Sequence = (), simple
     if progress is not None:
         progress("base", proof.base_seconds, "unsat")
     # inductive step
+    proof.interrupted_in = "inductive step"
     t0 = time.monotonic()
     un = Unrolling(enc, "i")
     solver = _solver(bitvectors)
@@ -234,6 +261,7 @@ def prove(model, names: Sequence[str], k: int = 1, *, aux: Sequence = (), simple
         last = enc.values(zm, un.states[k])
         concrete = Encoding(model, CONCRETE)
         proof.broken = [n for n in conj if not _holds(concrete, n, last)]
+    proof.interrupted_in = ""
     return proof
 
 

@@ -14,14 +14,14 @@ break (only that invariant is checked, and the search stops at its first, shorte
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Sequence
 from xml.sax.saxutils import escape, quoteattr
 
 from hwcheck.spec import Config, ConfigError, Model
 from hwcheck.spec.invariants import ELR_ONLY, INVARIANTS, invariants_for
 
 from .bfs import bfs
-from .result import Result
+from .result import INTERRUPTED, Result
 
 HOLDS = "holds"
 KNOBS = {f.name for f in fields(Config)}
@@ -52,12 +52,21 @@ class Outcome:
         return {t.invariant: t.steps for t in self.result.violations}
 
     @property
+    def interrupted(self) -> bool:
+        """Ctrl-C cut the search: there is no verdict, neither as expected nor moved."""
+        return self.result.verdict == INTERRUPTED
+
+    @property
     def got(self) -> str:
+        if self.interrupted:
+            return INTERRUPTED
         return ", ".join(f"{name}({steps})" for name, steps in self.broken.items()) or HOLDS
 
     @property
     def passed(self) -> bool:
         e, broken = self.entry, self.broken
+        if self.interrupted:
+            return False
         if e.expect == HOLDS:
             return not broken and self.result.verdict == "holds"
         return e.expect in broken and (e.steps is None or broken[e.expect] == e.steps)
@@ -103,20 +112,30 @@ def run_entry(entry: Entry, progress=None) -> Outcome:
     return Outcome(entry, bfs(Model(entry.config), max_depth=entry.max_depth, only=only, progress=progress))
 
 
-def junit_xml(outcomes: List[Outcome]) -> str:
-    """JUnit XML, one testcase per entry, as CI systems display it."""
-    failures = sum(not o.passed for o in outcomes)
+def junit_xml(outcomes: List[Outcome], not_run: Sequence[Entry] = ()) -> str:
+    """JUnit XML, one testcase per entry, as CI systems display it. An interrupted entry and the
+    entries an interrupted gate never ran (``not_run``) are skipped, never failed."""
+    failures = sum(not o.passed and not o.interrupted for o in outcomes)
+    skipped = sum(o.interrupted for o in outcomes) + len(not_run)
     total_time = sum(o.result.elapsed for o in outcomes)
     lines = ['<?xml version="1.0" encoding="UTF-8"?>',
-             f'<testsuite name="hwcheck-gate" tests="{len(outcomes)}" failures="{failures}" errors="0" '
-             f'time="{total_time:.3f}">']
+             f'<testsuite name="hwcheck-gate" tests="{len(outcomes) + len(not_run)}" failures="{failures}" '
+             f'errors="0" skipped="{skipped}" time="{total_time:.3f}">']
     for o in outcomes:
         attrs = f'classname="hwcheck.gate.{o.entry.config.mode}" name={quoteattr(o.entry.name)} time="{o.result.elapsed:.3f}"'
         out = (f"{o.entry.config.as_dict()}\ngot {o.got}; {o.result.distinct_states} distinct states, "
                f"depth {o.result.depth}")
-        if o.passed:
+        if o.interrupted:
+            why = (f"interrupted (Ctrl-C) after {o.result.elapsed:.1f} s: {o.result.distinct_states} distinct "
+                   f"states to depth {o.result.depth}, no verdict")
+            lines.append(f"  <testcase {attrs}><skipped message={quoteattr(why)}/>"
+                         f"<system-out>{escape(out)}</system-out></testcase>")
+        elif o.passed:
             lines.append(f"  <testcase {attrs}><system-out>{escape(out)}</system-out></testcase>")
         else:
             lines.append(f"  <testcase {attrs}><failure message={quoteattr(o.failure())}>{escape(out)}</failure></testcase>")
+    for e in not_run:
+        lines.append(f'  <testcase classname="hwcheck.gate.{e.config.mode}" name={quoteattr(e.name)} time="0.000">'
+                     f'<skipped message="not run: the gate was interrupted (Ctrl-C)"/></testcase>')
     lines.append("</testsuite>")
     return "\n".join(lines) + "\n"

@@ -22,8 +22,8 @@ from hwcheck.spec import Model
 from hwcheck.spec.actions import ACTIONS
 
 from .options import (EXIT_HOLDS, EXIT_VIOLATION, check_writable, fail, free_default_path, knob_options,
-                      make_config, read_text, write_file)
-from .models import DESIGN_ONLY, TLA_ONLY, build_model, given
+                      make_config, read_text, write_after_run)
+from .models import DESIGN_MODES, DESIGN_ONLY, TLA_ONLY, build_model, given
 from .render import settings_line, trace_table
 
 REDUCTIONS = ("symmetry", "chains", "scc")
@@ -48,7 +48,7 @@ def _reductions(text: str):
 # ---------------------------------------------------------------- hwcheck graph
 
 @click.command()
-@knob_options
+@knob_options(modes=DESIGN_MODES)
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True,
               help="the graph file: .dot, .graphml or .json")
 @click.option("--force", is_flag=True, help="overwrite --out if it exists")
@@ -151,8 +151,10 @@ def run_liveness(fair, max_nodes, out, force, quiet, verbose=False, **knobs):
         if not quiet:
             click.echo(trace_table(model, lasso.trace, [f"{name} (loops back to step {lasso.loop})"]))
         path = out if (out is not None and broken == 1) else free_default_path(cfg, name)
-        write_file(path, json.dumps(lasso_to_itf(model, lasso, fair_set), indent=1) + "\n")
-        click.echo(f"  trace: {path} (replay with: hwcheck replay {path})")
+        if write_after_run(path, json.dumps(lasso_to_itf(model, lasso, fair_set), indent=1) + "\n", "the lasso"):
+            click.echo(f"  trace: {path} (replay with: hwcheck replay {path})")
+        else:
+            click.echo(f"  trace: not written ({path} refused it)")
     bad_states = sum(1 for _, d in g.nodes(data=True) if d["violated"])
     if bad_states:
         click.echo(f"safety: {bad_states:,} states break an invariant (hwcheck verify without --liveness for a trace)")
@@ -179,9 +181,9 @@ def replay_callback(fn):
         if doc is not None and "loop" in doc:
             if focus or other_mode is not None or kwargs.get("html") is not None:
                 fail(f"{trace_file}: a lasso (liveness trace): --focus, --mode and --html apply to safety traces")
-            return run_lasso_replay(trace_file, doc)
+            return run_lasso_replay(trace_file, doc, quiet=kwargs.get("quiet", False))
         if focus and doc is not None:
-            return run_focus(trace_file, doc)
+            return run_focus(trace_file, doc, quiet=kwargs.get("quiet", False))
         return fn(trace_file=trace_file, other_mode=other_mode, **kwargs)
     return wrapper
 
@@ -200,7 +202,7 @@ def register(verify, replay) -> None:
     replay.callback = replay_callback(replay.callback)
 
 
-def run_focus(trace_file: Path, doc: dict):
+def run_focus(trace_file: Path, doc: dict, quiet: bool = False):
     try:
         done = replay_trace(doc)
     except TraceError as e:
@@ -211,14 +213,15 @@ def run_focus(trace_file: Path, doc: dict):
         fail(f"{trace_file}: no invariant breaks in the last state: nothing to focus on")
     focused = focus_trace(model, trace.labels, invariant)
     click.echo(f"hwcheck replay --focus: {trace_file}: {settings_line(model.cfg)}")
-    click.echo(trace_table(model, focused, [invariant]))
+    if not quiet:
+        click.echo(trace_table(model, focused, [invariant]))
     idle = uninvolved(focused.labels, model.cfg.replicas)
     note = f"; replicas never named: {', '.join(f'r{r}' for r in idle)}" if idle else ""
     click.echo(f"focused {trace.steps} -> {focused.steps} steps, still breaking {invariant}{note}")
     raise click.exceptions.Exit(EXIT_HOLDS)
 
 
-def run_lasso_replay(trace_file: Path, doc: dict):
+def run_lasso_replay(trace_file: Path, doc: dict, quiet: bool = False):
     try:
         done, why = replay_lasso(doc)
     except TraceError as e:
@@ -226,7 +229,8 @@ def run_lasso_replay(trace_file: Path, doc: dict):
     model = done.model
     name = done.trace.invariant
     click.echo(f"hwcheck replay: {trace_file}: {settings_line(model.cfg)}")
-    click.echo(trace_table(model, done.trace, [f"{name} (loops back to step {done.loop})"]))
+    if not quiet:
+        click.echo(trace_table(model, done.trace, [f"{name} (loops back to step {done.loop})"]))
     closing = "stuttering" if done.closing is None else model.format_label(done.closing)
     click.echo(f"replayed a lasso: {done.loop} steps, then states {done.loop}..{done.trace.steps} repeat "
                f"(closed by {closing})")

@@ -73,7 +73,9 @@ SCHEMA = {
                 "figures": {"$ref": "#/$defs/figures"},
                 "violations": {"type": "array", "items": {
                     "type": "object", "required": ["invariant", "steps", "trace"],
-                    "properties": {"invariant": {"type": "string"}, "steps": _INT, "trace": {"type": "string"}},
+                    "properties": {"invariant": {"type": "string"}, "steps": _INT,
+                                   "trace": {**_STR_OR_NULL, "description": "the file written; null when the "
+                                             "write failed (the verdict and exit code stand)"}},
                     "additionalProperties": False}},
             },
         },
@@ -109,8 +111,11 @@ SCHEMA = {
             "properties": {
                 "command": {"const": "gate"},
                 "file": {"type": "string"},
-                "verdict": {"enum": ["passed", "moved"]},
+                "verdict": {"enum": ["passed", "moved", "interrupted"]},
                 "junit": _STR_OR_NULL,
+                "interrupted": {"type": "string", "description": "Ctrl-C: the entry under way (no verdict)"},
+                "not_run": {"type": "array", "items": {"type": "string"},
+                            "description": "Ctrl-C: the entries after it, never run"},
                 "entries": {"type": "array", "items": {
                     "type": "object",
                     "required": ["name", "settings", "expect", "steps", "got", "passed", "figures"],

@@ -27,11 +27,15 @@ from .html import first_breaks, render_html
 from .models import DESIGN_MODES, build_model, load_mode_file, mode_file_option, model_options, replay_mode_file, \
     settings_line, trace_table
 from .options import (DEFAULTS, EXIT_HOLDS, EXIT_INTERRUPTED, EXIT_USAGE, EXIT_VIOLATION, check_writable, fail,
-                      free_default_path, knob_options, read_text, write_file)
+                      free_default_path, knob_options, read_text, refuse_quiet_with_verbose, write_after_run,
+                      write_file)
 from .progress import Progress, level as progress_level
 from .render import figures_line, modes_table
 from .engines import ENGINES, engine_options, run_spark
 from . import graph as _graph, symbolic as _symbolic
+
+_NO_ARGS_IS_HELP = getattr(click.exceptions, "NoArgsIsHelpError", None)     # click 8.2+
+
 
 class OneLineErrors(click.Group):
     """Usage errors (a bad option value, a missing file argument) as one line and exit 2, as
@@ -44,6 +48,9 @@ class OneLineErrors(click.Group):
         try:
             code = super().main(args, prog_name, complete_var, False, **extra)
         except click.ClickException as e:
+            if _NO_ARGS_IS_HELP is not None and isinstance(e, _NO_ARGS_IS_HELP):
+                e.show()                         # `hwcheck` alone: the help, as click prints it
+                sys.exit(e.exit_code)
             hint = ""
             if isinstance(e, click.UsageError) and e.ctx is not None:
                 hint = f" (see {e.ctx.command_path} --help)"
@@ -172,9 +179,11 @@ def verify(engine, depth, master, partitions, max_depth, all_invariants, only, o
             click.echo(trace_table(model, trace, [trace.invariant]))
         doc = json.dumps(variants.stamp(to_itf(model, trace, result.engine)), indent=1)
         path = out if (out is not None and i == 0) else free_default_path(cfg, trace.invariant)
-        write_file(path, doc + "\n")
-        jsonout.note(violation={"invariant": trace.invariant, "steps": trace.steps, "trace": str(path)})
-        click.echo(f"trace: {path} (replay with: hwcheck replay {path})")
+        written = write_after_run(path, doc + "\n", "the trace")
+        jsonout.note(violation={"invariant": trace.invariant, "steps": trace.steps,
+                                "trace": str(path) if written else None})
+        click.echo(f"trace: {path} (replay with: hwcheck replay {path})" if written
+                   else f"trace: not written ({path} refused it)")
     click.echo(f"figures: {figures_line(result)}")
     raise click.exceptions.Exit(EXIT_VIOLATION)
 
@@ -278,6 +287,9 @@ def load_gate_table(gate_file):
     """The gate entries: from FILE (``[gate.NAME]`` tables, or a pyproject's
     ``[tool.hwcheck.gate.NAME]``), else from ./pyproject.toml."""
     path = gate_file if gate_file is not None else Path("pyproject.toml")
+    if gate_file is None and not path.exists():
+        fail(f"no FILE given and no pyproject.toml in {Path.cwd()}: gate reads [tool.hwcheck.gate] from "
+             "./pyproject.toml (run it in the project's folder) or the entries of FILE")
     text = read_text(path)
     try:
         doc = tomllib.loads(text)
@@ -319,6 +331,10 @@ def non_default_settings(cfg: Config) -> str:
 def gate(gate_file, junit, force, quiet=False, verbose=False, mode_file=()):
     """Check a matrix of (mode, settings) -> expected verdict; exit 1 when a verdict moved.
 
+    The entries are read from [tool.hwcheck.gate] in ./pyproject.toml (the current folder), or
+    from FILE ([gate.NAME] tables, or a pyproject with [tool.hwcheck.gate]); docs/ci.md. Ctrl-C
+    stops it, naming the entries that ran and those that did not (exit 130).
+
     \b
     Example:
       hwcheck gate --junit gate.xml --force
@@ -330,18 +346,30 @@ def gate(gate_file, junit, force, quiet=False, verbose=False, mode_file=()):
         check_writable(junit, force)
     say = (lambda *a, **k: None) if quiet else click.echo
     say(f"hwcheck gate: {len(entries)} entries from {path}")
-    outcomes = []
-    for entry in entries:
-        progress = Progress(progress_level(quiet, verbose), engine=entry.name)
-        outcome = run_entry(entry, progress=progress)
-        progress.done()
-        outcomes.append(outcome)
-        mark = "ok  " if outcome.passed else "FAIL"
-        say(f"  {mark} {entry.name}: {outcome.got} ({outcome.result.elapsed:.1f} s)")
-        e = entry
-        jsonout.note(entry={"name": e.name, "settings": jsonout.settings(e.config), "expect": e.expect,
-                            "steps": e.steps, "got": outcome.got, "passed": outcome.passed,
-                            "figures": jsonout.figures(outcome.result)})
+    outcomes, stopped, progress = [], None, None
+    try:
+        for entry in entries:
+            stopped = entry                      # the entry under way, should Ctrl-C come now
+            progress = Progress(progress_level(quiet, verbose), engine=entry.name)
+            outcome = run_entry(entry, progress=progress)
+            progress.done()
+            outcomes.append(outcome)
+            if outcome.interrupted:              # Ctrl-C inside the search: no verdict
+                break
+            mark = "ok  " if outcome.passed else "FAIL"
+            say(f"  {mark} {entry.name}: {outcome.got} ({outcome.result.elapsed:.1f} s)")
+            e = entry
+            jsonout.note(entry={"name": e.name, "settings": jsonout.settings(e.config), "expect": e.expect,
+                                "steps": e.steps, "got": outcome.got, "passed": outcome.passed,
+                                "figures": jsonout.figures(outcome.result)})
+            stopped = None
+    except KeyboardInterrupt:                    # Ctrl-C between two searches
+        if progress is not None:
+            progress.done()
+    cut = outcomes[-1] if outcomes and outcomes[-1].interrupted else None     # stopped mid-search
+    finished = [o for o in outcomes if not o.interrupted]
+    not_run = entries[entries.index(stopped) + 1:] if stopped is not None else []
+    skipped = not_run if cut is not None or stopped is None else [stopped] + not_run
     header = ["entry", "mode", "settings", "expected", "got", "states", "depth", "time", ""]
     rows = []
     for o in outcomes:
@@ -349,22 +377,40 @@ def gate(gate_file, junit, force, quiet=False, verbose=False, mode_file=()):
         want = e.expect + (f"({e.steps})" if e.steps is not None and e.expect != "holds" else "")
         rows.append([e.name, e.config.mode, non_default_settings(e.config), want, o.got,
                      f"{o.result.distinct_states:,}", str(o.result.depth), f"{o.result.elapsed:.1f} s",
-                     "ok" if o.passed else "MOVED"])
+                     "interrupted" if o.interrupted else "ok" if o.passed else "MOVED"])
     widths = [max(len(r[c]) for r in [header] + rows) for c in range(len(header))]
     say("")
     for r in [header, ["-" * w for w in widths]] + rows:
         say("  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip())
-    failed = [o for o in outcomes if not o.passed]
-    jsonout.note(file=str(path), verdict="moved" if failed else "passed", junit=None if junit is None else str(junit))
-    if junit is not None:
-        write_file(junit, junit_xml(outcomes))
+    failed = [o for o in finished if not o.passed]
+    verdict = "interrupted" if stopped is not None else "moved" if failed else "passed"
+    junit_written = junit is not None and write_after_run(junit, junit_xml(outcomes, skipped), "the JUnit report")
+    if junit_written:
         say(f"junit: {junit}")
+    jsonout.note(file=str(path), verdict=verdict, junit=str(junit) if junit_written else None)
+    if stopped is not None:
+        jsonout.note(interrupted=stopped.name, not_run=[e.name for e in not_run])
+    for o in failed:
+        click.echo(f"verdict moved: {o.entry.name}: {o.failure()}")
+    if stopped is not None:
+        click.echo(gate_interrupted_line(len(entries), finished, cut, stopped, not_run))
+        raise click.exceptions.Exit(EXIT_INTERRUPTED)
     if failed:
-        for o in failed:
-            click.echo(f"verdict moved: {o.entry.name}: {o.failure()}")
         raise click.exceptions.Exit(EXIT_VIOLATION)
     click.echo(f"all {len(outcomes)} verdicts as expected")
     raise click.exceptions.Exit(EXIT_HOLDS)
+
+
+def gate_interrupted_line(total, finished, cut, stopped, not_run) -> str:
+    """One line: what an interrupted gate covered and what it did not."""
+    moved = [o.entry.name for o in finished if not o.passed]
+    ran = ", ".join(o.entry.name for o in finished) or "none"
+    how = f"{len(moved)} moved" if moved else "as expected" if finished else ""
+    where = (f"interrupted {stopped.name} after {cut.result.elapsed:.1f} s ({cut.result.distinct_states:,} distinct "
+             f"states to depth {cut.result.depth}, no verdict)" if cut is not None
+             else f"interrupted before {stopped.name}")
+    return (f"interrupted: {len(finished)} of {total} entries ran ({ran}{': ' + how if how else ''}); "
+            f"{where}; not run: {', '.join(e.name for e in not_run) or 'none'}")
 
 
 @cli.command()
@@ -422,6 +468,10 @@ cli.add_command(_symbolic.prove)
 
 # --mode-file on replay: outside --focus and lassos (cli/graph.py), which replay the variant too
 replay.callback = replay_mode_file(replay.callback, fail, read_text)
+
+# --quiet with --verbose is refused on every command that has both
+for _command in (verify, replay, gate):
+    _command.callback = refuse_quiet_with_verbose(_command.callback)
 
 # --json on verify, replay, gate and modes (issue 9): registered last, so it wraps every other option
 jsonout.register(verify, "verify", refuse=("liveness",))

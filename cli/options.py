@@ -4,6 +4,8 @@ writing the files a command names. Every command module imports from here; only 
 
 from __future__ import annotations
 
+import functools
+import os
 import sys
 from pathlib import Path
 
@@ -60,20 +62,45 @@ def knob_options(fn=None, *, modes=None):
     return with_options(fn, options)
 
 
+def refuse_quiet_with_verbose(fn):
+    """Wrap a command's callback: --quiet and --verbose exclude each other (one line, exit 2)."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        if kwargs.get("quiet") and kwargs.get("verbose"):
+            fail("--quiet and --verbose exclude each other: give one")
+        return fn(*args, **kwargs)
+    return wrapper
+
+
 def make_config(**knobs) -> Config:
     return design_config(knobs, fail)
 
 
 def check_writable(path: Path, force: bool) -> None:
     """Refuse, before any work, to replace an existing file unless --force or a yes at an
-    interactive prompt; refuse a path whose folder does not exist."""
+    interactive prompt; refuse a path whose folder does not exist, or that cannot be opened for
+    writing (a read-only folder, /sys, no permission), so a long search never ends in a file it
+    cannot write. Nothing is written: a new file is created and removed again, an existing one
+    opened for appending and closed."""
     if path.is_dir():
         fail(f"{path} is a directory")
     if not path.parent.is_dir():
         fail(f"cannot write {path}: folder {path.parent} does not exist")
-    if path.exists() and not force:
+    exists = path.exists()
+    if exists and not force:
         if not (sys.stdin.isatty() and click.confirm(f"{path} exists; overwrite?", default=False, err=True)):
             fail(f"{path} exists; not overwriting it (use --force or another path)")
+    try:
+        if exists:                              # non-blocking: a pipe without a reader is refused, not waited on
+            os.close(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_NONBLOCK))
+        else:
+            with open(path, "x"):
+                pass
+            path.unlink()
+    except FileExistsError:
+        pass                                    # created meanwhile by someone else: the write decides
+    except OSError as e:
+        fail(f"cannot write {path}: {e.strerror}")
 
 
 def write_file(path: Path, text: str) -> Path:
@@ -82,6 +109,18 @@ def write_file(path: Path, text: str) -> Path:
     except OSError as e:
         fail(f"cannot write {path}: {e.strerror}")
     return path
+
+
+def write_after_run(path: Path, text: str, what: str) -> bool:
+    """Write what a finished search produced. A failure (a full disk, /dev/full) is one line on
+    stderr saying what could not go where, and the command keeps the exit code of its verdict:
+    the search's answer is not lost to a file. False when the write failed."""
+    try:
+        path.write_text(text)
+    except OSError as e:
+        click.echo(f"hwcheck: cannot write {what} to {path}: {e.strerror} (the verdict stands)", err=True)
+        return False
+    return True
 
 
 def free_default_path(cfg: Config, invariant: str) -> Path:

@@ -96,6 +96,26 @@ def replica_cell(model, rep, r: int) -> str:
     return " ".join(parts)
 
 
+def _field(value) -> str:
+    if isinstance(value, list):             # records, as the log column shows them: record@epoch
+        return "[" + " ".join(f"{r['record']}@{r['epoch']}" for r in value) + "]"
+    if isinstance(value, dict):             # the diverging epoch of a 2.7+ fetch response
+        return "{" + ",".join(f"{k}={v}" for k, v in value.items()) + "}"
+    return str(value)
+
+
+def messages_cell(model, s, which: str = "inflight") -> str:
+    """The messages of a state (``inflight`` or ``stale``), named as the protocol names them:
+    ``r1->r0 Fetch(current_leader_epoch=0 fetch_offset=1)``, records as record@epoch."""
+    cells = []
+    for follower, msg in model.to_json(s)[which].items():
+        kind, leader = msg["type"], msg["leader"]
+        src, dst = (follower, leader) if not kind.endswith("Response") else (leader, follower)
+        fields = " ".join(f"{k}={_field(v)}" for k, v in msg.items() if k not in ("type", "leader"))
+        cells.append(f"{src}->{dst} {kind}({fields})")
+    return "  ".join(cells) or "·"
+
+
 def controller_cell(model, c) -> str:
     leader = "none" if c.leader == UNDEFINED else replica_name(c.leader)
     def names(mask):

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import functools
 import json
+import time
 
 import click
 
 from hwcheck.checker.bmc import NOT_INDUCTIVE, EncodingError, bmc, prove as k_induction
-from hwcheck.checker.result import VIOLATED
+from hwcheck.checker.result import INTERRUPTED, VIOLATED
 from hwcheck.checker.symbolic import check_covered
 from hwcheck.checker.trace import to_itf
 from hwcheck.spec import ConfigError, Model
@@ -18,9 +19,10 @@ from hwcheck.spec.auxiliary import AUXILIARY
 from hwcheck.spec.state import UNDEFINED, members, replica_name
 
 from . import jsonout
-from .options import (EXIT_HOLDS, EXIT_VIOLATION, check_writable, fail, free_default_path, knob_options,
-                      make_config, write_file)
-from .render import controller_cell, replica_cell, settings_line, trace_table
+from .options import (EXIT_HOLDS, EXIT_INTERRUPTED, EXIT_VIOLATION, check_writable, fail, free_default_path,
+                      knob_options, make_config, write_after_run)
+from .models import DESIGN_MODES
+from .render import controller_cell, messages_cell, replica_cell, settings_line, trace_table
 
 EXIT_NOT_INDUCTIVE = 3
 
@@ -49,12 +51,24 @@ def verify_z3(model, depth, checked, out, force, quiet) -> None:
     _covered(model)
     click.echo(f"hwcheck verify: {settings_line(model.cfg)}")
     click.echo(f"engine z3 (bounded model checking to depth {depth}); invariants {', '.join(checked)}")
+    solved = []
+
+    def depth_line(k: int, seconds: float, answer: str) -> None:
+        solved.append(k)
+        _depth_line(k, seconds, answer)
+
     try:
-        result = bmc(model, depth, only=checked, progress=_depth_line)
+        result = bmc(model, depth, only=checked, progress=depth_line)
     except EncodingError as e:
         fail(f"z3 engine: {e}")
     jsonout.note(settings=jsonout.settings(model), engine="z3", invariants=checked, max_depth=depth,
                  verdict=result.verdict, complete=False, figures=jsonout.figures(result), violations=[])
+    if result.verdict == INTERRUPTED:
+        proven = (f"no violation up to depth {solved[-1]} (depths 0-{solved[-1]} solved)" if solved
+                  else "no depth solved yet")
+        click.echo(f"interrupted: {proven}; depth {len(solved)} of {depth} was under way after "
+                   f"{result.elapsed:.1f} s")
+        raise click.exceptions.Exit(EXIT_INTERRUPTED)
     if result.verdict != VIOLATED:
         click.echo(f"verdict: holds: no violation up to depth {depth} ({result.elapsed:.1f} s)")
         raise click.exceptions.Exit(EXIT_HOLDS)
@@ -63,9 +77,10 @@ def verify_z3(model, depth, checked, out, force, quiet) -> None:
     if not quiet:
         click.echo(trace_table(model, trace, [trace.invariant]))
     path = out if out is not None else free_default_path(model.cfg, trace.invariant)
-    write_file(path, json.dumps(to_itf(model, trace, engine="z3"), indent=1) + "\n")
-    jsonout.note(violation={"invariant": trace.invariant, "steps": trace.steps, "trace": str(path)})
-    click.echo(f"trace: {path} (replay with: hwcheck replay {path})")
+    written = write_after_run(path, json.dumps(to_itf(model, trace, engine="z3"), indent=1) + "\n", "the trace")
+    jsonout.note(violation={"invariant": trace.invariant, "steps": trace.steps, "trace": str(path) if written else None})
+    click.echo(f"trace: {path} (replay with: hwcheck replay {path})" if written
+               else f"trace: not written ({path} refused it)")
     click.echo(f"figures: z3 BMC, {result.depth + 1} depths solved in {result.elapsed:.1f} s")
     raise click.exceptions.Exit(EXIT_VIOLATION)
 
@@ -75,10 +90,8 @@ def state_lines(model, s) -> str:
     lines = [f"    {replica_name(r)}: {replica_cell(model, rep, r)}" for r, rep in enumerate(s.replicas)]
     live = ",".join(replica_name(r) for r in members(s.controller.live, model.cfg.replicas)) or "·"
     lines.append(f"    controller: {controller_cell(model, s.controller)} live={live}")
-    msgs = [f"{replica_name(f)}:{m}" for f, m in enumerate(s.inflight) if m]
-    lines.append(f"    inflight: {' '.join(msgs) or '·'}")
-    old = [f"{replica_name(f)}:{m}" for f, m in enumerate(s.stale) if m]
-    lines.append(f"    stale: {' '.join(old) or '·'}")
+    lines.append(f"    inflight: {messages_cell(model, s, 'inflight')}")
+    lines.append(f"    stale: {messages_cell(model, s, 'stale')}")
     h = s.history
     acked = ",".join(f"{rec}@{off}" for rec, off in enumerate(h.acked) if off != UNDEFINED) or "·"
     lines.append(f"    history: produced={h.produced} acked={acked} exposed={list(h.exposed)} "
@@ -99,7 +112,7 @@ def _z3_config_errors(fn):
 
 
 @click.command()
-@knob_options
+@knob_options(modes=DESIGN_MODES)
 @click.option("--invariant", "names", multiple=True, metavar="NAME", required=True,
               help="the invariant to prove (repeatable: their conjunction)")
 @click.option("--k", "k", type=click.IntRange(min=1), default=1, show_default=True, help="induction depth")
@@ -118,11 +131,21 @@ def prove(names, k, aux, **knobs):
     click.echo(f"hwcheck prove: {settings_line(model.cfg)}")
     auxiliary = AUXILIARY if aux else ()
     click.echo(f"property: {' and '.join(list(names) + [n for n, _ in auxiliary] + ['EncodingBounds'])}; k={k}")
+    started = time.monotonic()
     try:
         proof = k_induction(model, list(dict.fromkeys(names)), k, aux=auxiliary,
                             progress=lambda what, sec, ans: click.echo(f"  {what} case: {ans} ({sec:.2f} s)"))
     except EncodingError as e:
         fail(f"z3 engine: {e}")
+    if proof.verdict == INTERRUPTED:
+        if proof.interrupted_in == "inductive step":
+            covered = f"the base case holds (no violation within {k - 1} steps); the inductive step was under way"
+        else:
+            j = int(proof.interrupted_in.rsplit(" ", 1)[1])
+            covered = (f"the base case holds to depth {j - 1}; depth {j} of {k - 1} was under way" if j
+                       else "the base case was under way at depth 0")
+        click.echo(f"interrupted: {covered} after {time.monotonic() - started:.1f} s; no verdict (k={k})")
+        raise click.exceptions.Exit(EXIT_INTERRUPTED)
     if proof.verdict == VIOLATED:
         trace = proof.trace
         click.echo(f"verdict: violated: {', '.join(proof.broken)} after {trace.steps} steps (base case)")

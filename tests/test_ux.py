@@ -206,7 +206,7 @@ def test_bad_traces_get_one_line(tmp_path, words, write):
     (["verify", "--model", "kafka-tla", "--records=3"], "--records does not apply to --model kafka-tla"),
     (["verify", "--json", "--liveness"], "--json does not apply to --liveness"),
     (["verify", "--out", "/nonexistent-dir/t.json"], "folder /nonexistent-dir does not exist"),
-    (["verify", "--mode=hw", "--records=1", "--force", "--out", "/dev/full"], "cannot write /dev/full"),
+    (["verify", "--mode=hw", "--records=1", "--out", "/sys/hw.itf.json"], "cannot write /sys/hw.itf.json"),
     (["replay"], "Missing argument 'TRACE'"),
     (["replay", "/"], "is a directory"),
     (["replay", CX / "hw-data-loss.itf.json", "--html", "/nonexistent-dir/r.html"], "does not exist"),
@@ -299,3 +299,70 @@ def test_a_lasso_refuses_html_and_json_in_one_line(tmp_path):
     assert not (tmp_path / "l.html").exists()
     proc = run_cli("replay", lasso, "--json")
     assert "--json is not available for lasso (liveness) traces" in one_line(proc) and proc.stdout == ""
+
+
+# ---------------------------------------------------------------- issue 18: help, flags, --focus --quiet
+
+def test_hwcheck_alone_prints_the_group_help_as_click_does():
+    proc = run_cli()
+    assert proc.returncode == 2 and "hwcheck: error" not in proc.stderr
+    lines = proc.stderr.splitlines()
+    assert lines[0].startswith("Usage: ") and lines[0].endswith(" [OPTIONS] COMMAND [ARGS]...") and "Commands:" in lines
+    assert any(line.split()[:1] == ["verify"] for line in lines)
+
+
+@pytest.mark.parametrize("command", [["verify"], ["replay", CX / "hw-data-loss.itf.json"], ["gate"]])
+def test_quiet_and_verbose_exclude_each_other(command, tmp_path):
+    proc = run_cli(*command, "--quiet", "--verbose", cwd=tmp_path)
+    assert one_line(proc) == "hwcheck: error: --quiet and --verbose exclude each other: give one"
+    assert proc.stdout == ""
+
+
+@pytest.mark.parametrize("command", ["graph", "prove"])
+def test_graph_and_prove_list_only_the_modes_they_take(command):
+    from hwcheck.spec import kafka_tla
+    from hwcheck.spec.modes import LADDER
+    text = run_cli(command, "--help").stdout
+    choices = text.split("--mode [")[1].split("]")[0].split("|")
+    from hwcheck.spec.modes import ALIASES
+    assert choices == [m.name for m in LADDER] + list(ALIASES)
+    for other in ("truncate-to-hw", "kip320-first-try"):
+        assert other in kafka_tla.MODES and other not in text
+
+
+def test_replay_focus_quiet_omits_the_table():
+    proc = run_cli("replay", CX / "hw-data-loss.itf.json", "--focus", "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    assert "step  action" not in proc.stdout and "<- broken" not in proc.stdout
+    assert "still breaking NoCommittedDataLoss" in proc.stdout
+
+
+def test_gate_outside_a_project_says_where_it_looks(tmp_path):
+    line = one_line(run_cli("gate", cwd=tmp_path))
+    assert f"no FILE given and no pyproject.toml in {tmp_path}" in line and "[tool.hwcheck.gate]" in line
+    helptext = " ".join(run_cli("gate", "--help").stdout.split())
+    assert "[tool.hwcheck.gate] in ./pyproject.toml (the current folder), or from FILE" in helptext
+
+
+def test_prove_names_the_messages_in_flight():
+    import re
+    from hwcheck.cli.render import messages_cell
+    from hwcheck.spec import Config, Model
+    from .conftest import run_labels
+    model = Model(Config(mode="kip380"))
+    states = run_labels(model, [("produce", 0), ("send_fetch", 1)])
+    assert messages_cell(model, states[-1]) == "r1->r0 Fetch(current_leader_epoch=0 fetch_offset=0)"
+    states = run_labels(model, [("produce", 0), ("send_fetch", 1), ("leader_handle_fetch", 0, 1)])
+    assert messages_cell(model, states[-1]) == "r0->r1 FetchResponse(records=[0@0] hw=0 leader_leo=1)"
+    assert messages_cell(model, states[0], "stale") == "·"
+    proc = run_cli("prove", "--mode", "kip380", "--invariant", "NoCommittedDataLoss", "--no-aux")
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert "    inflight: " in proc.stdout and not re.search(r"r\d:\(\d", proc.stdout), proc.stdout
+
+
+def test_ci_doc_counts_the_gate_entries():
+    import tomllib
+    entries = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["hwcheck"]["gate"]
+    text = (ROOT / "docs" / "ci.md").read_text()
+    assert f"hwcheck gate: {len(entries)} entries from pyproject.toml" in text
+    assert f"all {len(entries)} verdicts as expected" in text

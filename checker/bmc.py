@@ -19,6 +19,10 @@ the conjunction of the invariants named, ``aux`` (spec/auxiliary.py) and Encodin
 
 from __future__ import annotations
 
+import ctypes
+import os
+import signal
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Callable, List, Optional, Sequence
@@ -59,7 +63,11 @@ class Unrolling:
     def effects(self, k: int):
         if k not in self._effects:
             s = self.states[k]
-            self._effects[k] = [self.enc.action(i, s) for i in range(len(self.enc.instances))]
+            effects = []
+            for i in range(len(self.enc.instances)):
+                _CTRL_C.poll()
+                effects.append(self.enc.action(i, s))
+            self._effects[k] = effects
         return self._effects[k]
 
     def step(self) -> List:
@@ -101,9 +109,76 @@ class Interrupted(Exception):
     """Ctrl-C during a query (z3 catches the SIGINT itself and answers unknown)."""
 
 
+class _CtrlC:
+    """Ctrl-C while a z3 search runs. A KeyboardInterrupt raised inside z3's Python API can be
+    swallowed by a ``__del__`` ("Exception ignored in ...": the search goes on) or wrapped by
+    ctypes, and z3's own SIGINT handler can consume a Ctrl-C that lands as a query ends. So, inside
+    ``with _CTRL_C``: z3's handler is off, SIGINT only sets ``hit`` (polled between queries and
+    while the unrolling is built), and a thread woken by the signal (``signal.set_wakeup_fd``)
+    interrupts the query under way, which then answers unknown."""
+
+    def __init__(self):
+        self.hit, self.old, self.fds, self.old_fd = False, None, None, -1
+
+    def __enter__(self):
+        self.hit = False
+        if (threading.current_thread() is threading.main_thread()
+                and signal.getsignal(signal.SIGINT) is signal.default_int_handler):
+            r, w = os.pipe()
+            os.set_blocking(w, False)
+            self.fds = (r, w)
+            self.old = signal.signal(signal.SIGINT, self._handle)
+            self.old_fd = signal.set_wakeup_fd(w)
+            z3.set_param("ctrl_c", False)
+            threading.Thread(target=self._watch, args=(r,), daemon=True).start()
+        return self
+
+    def _handle(self, signum, frame):
+        self.hit = True
+
+    def _watch(self, r: int) -> None:
+        while True:
+            try:
+                got = os.read(r, 64)
+            except OSError:
+                return
+            if not got:
+                return
+            if signal.SIGINT in got:
+                self.hit = True
+                z3.main_ctx().interrupt()
+
+    def poll(self) -> None:
+        if self.hit:
+            raise Interrupted("interrupted from keyboard")
+
+    def __exit__(self, *exc):
+        if self.old is not None:
+            signal.set_wakeup_fd(self.old_fd)
+            signal.signal(signal.SIGINT, self.old)
+            z3.set_param("ctrl_c", True)
+            os.close(self.fds[1])               # the watcher reads end-of-file and ends
+            self.old, self.fds = None, None
+        return False
+
+
+_CTRL_C = _CtrlC()
+
+
+def _is_ctrl_c(e: BaseException) -> bool:
+    """Ctrl-C, however it surfaces: z3's unknown answer, a KeyboardInterrupt, one raised while
+    ctypes converted an argument for z3's C API (it arrives as ctypes.ArgumentError), or any z3
+    error after a Ctrl-C (an interrupted call other than a query fails with 'canceled')."""
+    return (isinstance(e, (KeyboardInterrupt, Interrupted))
+            or (isinstance(e, ctypes.ArgumentError) and "KeyboardInterrupt" in str(e))
+            or (_CTRL_C.hit and isinstance(e, (z3.Z3Exception, EncodingError))))
+
+
 def _check(solver, *extra) -> z3.CheckSatResult:
     solver.add(*extra)
+    _CTRL_C.poll()
     r = solver.check()
+    _CTRL_C.poll()
     if r == z3.unknown:
         why = solver.reason_unknown()
         if "interrupted" in why or "canceled" in why:
@@ -147,37 +222,45 @@ def bmc(model, depth: int, *, only: Optional[Sequence[str]] = None,
     (and EncodingBounds) at s_k is a proven lemma and is added for the deeper queries."""
     start = time.monotonic()
     names = [name for name, _ in model.invariants if only is None or name in only]
+    under_way = [0]             # the depth being solved; those below it hold
+    try:
+        with _CTRL_C:
+            return _bmc(model, depth, names, progress, check_bounds, bitvectors, start, under_way)
+    except (KeyboardInterrupt, Interrupted, ctypes.ArgumentError, z3.Z3Exception, EncodingError) as e:
+        if not _is_ctrl_c(e):
+            raise
+        k = under_way[0]
+        return Result("z3", INTERRUPTED, 0, 0, max(k - 1, 0), time.monotonic() - start, peak_rss_mb(), [],
+                      complete=False, reason=f"interrupted at depth {k}")
+
+
+def _bmc(model, depth, names, progress, check_bounds, bitvectors, start, under_way) -> Result:
     enc = symbolic_encoding(model, bitvectors)
     un = Unrolling(enc)
     constraints = [enc.init(un.new_state())]
-    k = 0
-    try:                        # Ctrl-C: depths 0..k-1 hold (each was answered unsat); k was under way
-        for k in range(depth + 1):
-            if k > 0:
-                constraints += un.step()
-            t0 = time.monotonic()
-            good = un.property(k, names)
-            if check_bounds and k < depth:
-                good = Z3.And(good, un.bounds_ok(k))
-            solver = _solver(bitvectors)
-            solver.add(*constraints)
-            answer = _check(solver, Z3.Not(good)) if not isinstance(good, bool) else (z3.unsat if good else z3.sat)
-            if progress is not None:
-                progress(k, time.monotonic() - t0, str(answer))
-            if answer == z3.sat:
-                zm = solver.model()
-                final = enc.to_state(enc.values(zm, un.states[k]))
-                broken = [name for name, pred in model.invariants if name in names and not pred(final)]
-                if not broken:
-                    raise EncodingError(f"depth {k}: an enabled action leaves the encoding's bounds "
-                                        f"(records/max_epoch slots); the encoding cannot check this run")
-                trace = _replay(model, enc, un, zm, k, broken[0])
-                return Result("z3", VIOLATED, 0, 0, k, time.monotonic() - start, peak_rss_mb(), [trace], complete=False)
-            constraints.append(good)
-            k += 1
-    except (KeyboardInterrupt, Interrupted):
-        return Result("z3", INTERRUPTED, 0, 0, max(k - 1, 0), time.monotonic() - start, peak_rss_mb(), [],
-                      complete=False, reason=f"interrupted at depth {k}")
+    for k in range(depth + 1):
+        under_way[0] = k
+        if k > 0:
+            constraints += un.step()
+        t0 = time.monotonic()
+        good = un.property(k, names)
+        if check_bounds and k < depth:
+            good = Z3.And(good, un.bounds_ok(k))
+        solver = _solver(bitvectors)
+        solver.add(*constraints)
+        answer = _check(solver, Z3.Not(good)) if not isinstance(good, bool) else (z3.unsat if good else z3.sat)
+        if progress is not None:
+            progress(k, time.monotonic() - t0, str(answer))
+        if answer == z3.sat:
+            zm = solver.model()
+            final = enc.to_state(enc.values(zm, un.states[k]))
+            broken = [name for name, pred in model.invariants if name in names and not pred(final)]
+            if not broken:
+                raise EncodingError(f"depth {k}: an enabled action leaves the encoding's bounds "
+                                    f"(records/max_epoch slots); the encoding cannot check this run")
+            trace = _replay(model, enc, un, zm, k, broken[0])
+            return Result("z3", VIOLATED, 0, 0, k, time.monotonic() - start, peak_rss_mb(), [trace], complete=False)
+        constraints.append(good)
     return Result("z3", HOLDS, 0, 0, depth, time.monotonic() - start, peak_rss_mb(), [], complete=False)
 
 
@@ -204,8 +287,11 @@ def prove(model, names: Sequence[str], k: int = 1, *, aux: Sequence = (), simple
     conj = list(names) + [name for name, _ in aux] + [BOUNDS]
     proof = Proof(HOLDS, k, conj)
     try:
-        return _prove(model, proof, k, aux, simple_path, bitvectors, progress)
-    except (KeyboardInterrupt, Interrupted):
+        with _CTRL_C:
+            return _prove(model, proof, k, aux, simple_path, bitvectors, progress)
+    except (KeyboardInterrupt, Interrupted, ctypes.ArgumentError, z3.Z3Exception, EncodingError) as e:
+        if not _is_ctrl_c(e):
+            raise
         proof.verdict, proof.broken, proof.trace, proof.cti = INTERRUPTED, [], None, []
         return proof
 

@@ -4,6 +4,7 @@ invariant no longer breaks), 2 bad usage or input, 130 interrupted."""
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import shutil
@@ -156,8 +157,11 @@ def verify(engine, depth, master, partitions, max_depth, all_invariants, only, o
         except CheckpointError as e:
             fail(f"{resume}: {e}")
     progress.done()
+    # --all-invariants cut by Ctrl-C after some violations: their traces are kept, the run is interrupted
+    cut = result.verdict == VIOLATED and result.reason == "interrupted"
     jsonout.note(settings=jsonout.settings(model), engine=engine, invariants=checked, max_depth=max_depth,
-                 verdict=result.verdict, complete=result.complete, figures=jsonout.figures(result), violations=[])
+                 verdict=INTERRUPTED if cut else result.verdict, complete=result.complete,
+                 figures=jsonout.figures(result), violations=[])
     if result.verdict == INTERRUPTED:
         saved = f"; resume with --resume {checkpoint}" if checkpoint is not None else ""
         if result.reason.startswith("memory limit"):
@@ -185,6 +189,11 @@ def verify(engine, depth, master, partitions, max_depth, all_invariants, only, o
         click.echo(f"trace: {path} (replay with: hwcheck replay {path})" if written
                    else f"trace: not written ({path} refused it)")
     click.echo(f"figures: {figures_line(result)}")
+    if cut:
+        found = ", ".join(t.invariant for t in result.violations)
+        click.echo(f"interrupted: covered {result.distinct_states:,} distinct states to depth {result.depth} in "
+                   f"{result.elapsed:.1f} s; {found} broken there, the other invariants not checked to the end")
+        raise click.exceptions.Exit(EXIT_INTERRUPTED)
     raise click.exceptions.Exit(EXIT_VIOLATION)
 
 
@@ -455,6 +464,11 @@ def main() -> None:
     try:
         cli(standalone_mode=True)
     except KeyboardInterrupt:
+        click.echo("hwcheck: interrupted", err=True)
+        sys.exit(EXIT_INTERRUPTED)
+    except ctypes.ArgumentError as e:           # Ctrl-C while ctypes converted an argument (z3's C API)
+        if "KeyboardInterrupt" not in str(e):
+            raise
         click.echo("hwcheck: interrupted", err=True)
         sys.exit(EXIT_INTERRUPTED)
 

@@ -185,3 +185,16 @@ def test_a_junit_write_that_fails_keeps_the_gate_verdict(tmp_path):
     proc = run_cli("gate", tmp_path / "g.toml", "--junit", "/dev/full", "--force")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "cannot write the JUnit report to /dev/full" in proc.stderr and "all 1 verdicts as expected" in proc.stdout
+
+
+def test_ctrl_c_after_some_violations_keeps_their_traces_and_exits_130(tmp_path):
+    # NoCommittedDataLoss breaks at depth 11, HwNotAboveLeo holds: the search goes on (~10 s) until Ctrl-C
+    child = _start("verify", "--mode=hw", "--records=3", "--all-invariants", "--invariant", "NoCommittedDataLoss",
+                   "--invariant", "HwNotAboveLeo", "--verbose", cwd=tmp_path)
+    code, out, err = _ctrl_c(child, child.stderr, until=lambda line: int(line.split()[2]) >= 13, after=0.2)
+    assert code == 130, out + err
+    _no_traceback(out, err)
+    assert "verdict: violated: NoCommittedDataLoss after 11 steps" in out
+    assert (tmp_path / "hwcheck-hw-NoCommittedDataLoss.itf.json").exists()
+    last = out.strip().splitlines()[-1]
+    assert last.startswith("interrupted: covered ") and "NoCommittedDataLoss broken there" in last, last

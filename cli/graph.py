@@ -1,6 +1,6 @@
 """Commands on the state graph: ``hwcheck graph``, ``verify --liveness`` and ``replay --focus``.
 
-cli/main.py adds ``graph`` to the group and calls ``register`` with its ``verify`` and ``replay``;
+cli/main.py adds ``graph`` to the group and calls ``register`` with ``verify`` and ``replay``;
 ``register`` adds the options here to those commands and wraps their callbacks, which take over
 when their option is given (or, for replay, when the trace is a lasso) and otherwise pass the call on.
 """

@@ -1,5 +1,5 @@
 """The z3 engine on the command line: ``verify --engine z3 --depth K`` (bounded model checking)
-and ``hwcheck prove`` (k-induction). cli/main.py calls ``verify_z3`` from verify and adds ``prove``
+and ``hwcheck prove`` (k-induction). cli/verify.py calls ``verify_z3``; cli/main.py adds ``prove``
 to the group."""
 
 from __future__ import annotations

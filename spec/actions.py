@@ -714,6 +714,12 @@ ACTIONS = (
     ("expand_isr", expand_isr, 2),
 )
 
+# What happens to the brokers rather than what they do: failures and an operator's actions. The
+# protocol's own steps (fetches, elections after a failure, ISR changes, restarts) answer these;
+# a simulation's swarm (checker/simulate.py) varies how often they happen.
+EVENTS = frozenset({"crash", "power_fail", "lose_disk", "controlled_shutdown",
+                    "controlled_shutdown_leader", "session_expire", "elect_preferred"})
+
 EPOCH_ONLY = {"send_epoch_request", "leader_handle_epoch_request", "follower_handle_epoch_response"}
 POWER_ONLY = {"power_fail", "flush"}
 DISK_ONLY = {"lose_disk"}

@@ -11,9 +11,10 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Callable, Iterator, List, Tuple
 
-from .actions import ACTIONS, DISK_ONLY, EPOCH_ONLY, POWER_ONLY, Rules, initial_state
+from .actions import ACTIONS, DISK_ONLY, EPOCH_ONLY, EVENTS, POWER_ONLY, Rules, initial_state
 from .config import Config, ConfigError
 from .invariants import invariants_for
 from .modes import MODES, Mode
@@ -75,6 +76,35 @@ class Model:
 
     def violated(self, s: State) -> List[str]:
         return [name for name, pred in self.invariants if not pred(s)]
+
+    @property
+    def action_names(self) -> Tuple[str, ...]:
+        """The kinds of action this model takes (the first element of every label)."""
+        return tuple(name for name, _, _ in self._actions)
+
+    @property
+    def events(self) -> Tuple[str, ...]:
+        """The kinds that are failures or an operator's actions (spec/actions.py ``EVENTS``).
+
+        >>> Model(Config(mode="hw", records=1)).events
+        ('crash', 'controlled_shutdown', 'controlled_shutdown_leader', 'session_expire', 'elect_preferred')
+        """
+        return tuple(name for name in self.action_names if name in EVENTS)
+
+    def narrowed(self, s: State) -> "Model":
+        """This model with its budgets cut to what the path to ``s`` used: records produced,
+        crashes, power failures, disk losses, leader epochs. Every path of the narrowed model
+        is a path of this one (a smaller budget only disables steps), so a bfs of it looks for
+        shorter versions of a trace at a fraction of the cost (checker/shrink.py).
+
+        >>> m = Model(Config(mode="hw", records=2, crashes=2))
+        >>> m.narrowed(m.init_states()[0]).cfg.crashes, m.narrowed(m.init_states()[0]).cfg.records
+        (0, 1)
+        """
+        h = s.history
+        return Model(replace(self.cfg, records=max(1, h.produced), crashes=h.crashes,
+                             power_failures=h.power_failures, disk_losses=h.disk_losses,
+                             max_epoch=s.controller.epoch))
 
     # ------------------------------------------------------------ labels
     @staticmethod

@@ -5,7 +5,8 @@ import pytest
 
 MODULES = ["hwcheck.spec.config", "hwcheck.spec.state", "hwcheck.spec.log", "hwcheck.spec.model",
            "hwcheck.checker.bfs", "hwcheck.checker.gate", "hwcheck.checker.families", "hwcheck.cli.progress",
-           "hwcheck.cli.jsonout", "hwcheck.cli.html", "hwcheck.checker.fpset", "hwcheck.checker.symmetry"]
+           "hwcheck.cli.jsonout", "hwcheck.cli.html", "hwcheck.checker.fpset", "hwcheck.checker.symmetry",
+           "hwcheck.checker.simulate", "hwcheck.checker.shrink"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -28,7 +28,7 @@ breaks it, then asks a bounded bfs whether a shorter one exists.
 >>> r.verdict, r.violations[0].invariant, r.walk_index, r.original_steps, r.shrunk_steps
 ('violated', 'NoCommittedDataLoss', 3, 8, 3)
 >>> r.shrink_note
-"shortest among schedules of become_leader, controlled_shutdown_leader, produce within the trace's budgets (bfs, 5 states)"
+"bfs confirms it shortest among every schedule within the trace's budgets (34 states)"
 """
 
 from __future__ import annotations
@@ -259,16 +259,7 @@ def simulate(model, *, runs: Optional[int] = 1000, depth: int = 50, seed: int = 
     when a bfs of at most ``confirm_states`` states can tell, compared with the shortest trace.
     Ctrl-C stops the run and returns what was covered with verdict ``interrupted``.
     """
-    if depth < 1:
-        raise SimulationError(f"depth={depth} must be at least 1")
-    if runs is not None and runs < 1:
-        raise SimulationError(f"runs={runs} must be at least 1")
-    if runs is None and time_limit is None:
-        raise SimulationError("give a number of runs or a time limit")
-    if time_limit is not None and time_limit <= 0:
-        raise SimulationError(f"time={time_limit} must be positive")
-    if workers < 1:
-        raise SimulationError(f"workers={workers} must be at least 1")
+    check_settings(runs=runs, depth=depth, time_limit=time_limit, workers=workers)
     pin_mmap_threshold()
     start = time.monotonic()
     kw = dict(depth=depth, seed=seed, swarm=swarm, only=only)
@@ -327,6 +318,25 @@ def simulate(model, *, runs: Optional[int] = 1000, depth: int = 50, seed: int = 
         result.violations = [trace]
         result.elapsed = time.monotonic() - start
     return result
+
+
+def check_settings(*, runs: Optional[int], depth: int, time_limit: Optional[float], workers: int) -> None:
+    """Raise :class:`SimulationError` (one line) for settings no run can take.
+
+    >>> check_settings(runs=0, depth=10, time_limit=None, workers=1)
+    Traceback (most recent call last):
+    hwcheck.checker.simulate.SimulationError: runs=0: a run takes at least 1 walk
+    """
+    if depth < 1:
+        raise SimulationError(f"depth={depth}: a walk takes at least 1 step")
+    if runs is not None and runs < 1:
+        raise SimulationError(f"runs={runs}: a run takes at least 1 walk")
+    if runs is None and time_limit is None:
+        raise SimulationError("give a number of runs or a time limit")
+    if time_limit is not None and time_limit <= 0:
+        raise SimulationError(f"time={time_limit} must be positive")
+    if workers < 1:
+        raise SimulationError(f"workers={workers} must be at least 1")
 
 
 def replay_walk(model, found: Found) -> Trace:

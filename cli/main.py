@@ -1,5 +1,5 @@
 """The hwcheck command line: the ``hwcheck`` group and its entry point. Each command lives in its own
-module (cli/verify.py, replay.py, gate.py, modes.py, graph.py, symbolic.py), sharing the helpers of
+module (cli/verify.py, replay.py, gate.py, modes.py, simulate.py, graph.py, symbolic.py), sharing the helpers of
 cli/options.py; this module only assembles them and wraps their callbacks (--mode-file on replay,
 --quiet/--verbose, --json). Exit codes: 0 every invariant holds within the bounds (replay: the trace
 replays as stored), 1 a violation was found (replay: the stored invariant no longer breaks), 2 bad
@@ -21,6 +21,7 @@ from . import graph as _graph, symbolic as _symbolic
 from .gate import gate
 from .modes import modes
 from .replay import replay
+from .simulate import simulate
 from .verify import verify
 
 _NO_ARGS_IS_HELP = getattr(click.exceptions, "NoArgsIsHelpError", None)     # click 8.2+
@@ -90,11 +91,14 @@ _graph.register(verify, replay)
 # the z3 engine (issue 4): `verify --engine z3 --depth K` (in verify above), `hwcheck prove`
 cli.add_command(_symbolic.prove)
 
+# random walks for what bfs cannot finish (issue 15): `hwcheck simulate`
+cli.add_command(simulate)
+
 # --mode-file on replay: outside --focus and lassos (cli/graph.py), which replay the variant too
 replay.callback = replay_mode_file(replay.callback, fail, read_text)
 
 # --quiet with --verbose is refused on every command that has both
-for _command in (verify, replay, gate):
+for _command in (verify, replay, gate, simulate):
     _command.callback = refuse_quiet_with_verbose(_command.callback)
 
 # --json on verify, replay, gate and modes (issue 9): registered last, so it wraps every other option

@@ -5,6 +5,12 @@ bounds: every invariant is checked over the whole space) or the name of an invar
 break (only that invariant is checked, and the search stops at its first, shortest violation);
 ``steps`` optionally pins the length of that shortest trace.
 
+``engine = "simulate"`` (with ``runs``, ``depth``, ``seed``; checker/simulate.py) gates a
+configuration bfs cannot finish: ``runs`` random walks with that seed instead of the whole space.
+Then ``"holds"`` means no walk broke an invariant (evidence, not a proof), an invariant name means
+some walk broke it, and ``steps`` pins the length of the shrunk trace. The same seed and settings
+give the same walks, so the entry's verdict is as reproducible as a bfs entry's.
+
 >>> entries = parse_gate({"hw-loss": {"mode": "hw", "records": 1, "expect": "NoCommittedDataLoss", "steps": 11}})
 >>> outcome = run_entry(entries[0])
 >>> outcome.passed, outcome.got
@@ -22,10 +28,14 @@ from hwcheck.spec.invariants import ELR_ONLY, INVARIANTS, invariants_for
 
 from .bfs import bfs
 from .result import INTERRUPTED, Result
+from .simulate import simulate
 
 HOLDS = "holds"
 KNOBS = {f.name for f in fields(Config)}
-ENTRY_KEYS = KNOBS | {"expect", "steps", "max_depth", "description"}
+SIMULATE_KEYS = {"runs", "depth", "seed"}
+ENTRY_KEYS = KNOBS | SIMULATE_KEYS | {"expect", "steps", "max_depth", "description", "engine"}
+ENGINES = ("bfs", "simulate")
+SIMULATE_DEFAULTS = {"runs": 10_000, "depth": 50, "seed": 0}
 
 
 class GateError(ValueError):
@@ -40,6 +50,10 @@ class Entry:
     steps: Optional[int] = None
     max_depth: Optional[int] = None
     description: str = ""
+    engine: str = "bfs"
+    runs: int = SIMULATE_DEFAULTS["runs"]
+    depth: int = SIMULATE_DEFAULTS["depth"]
+    seed: int = SIMULATE_DEFAULTS["seed"]
 
 
 @dataclass
@@ -92,24 +106,48 @@ def parse_gate(table: dict) -> List[Entry]:
         expect = spec.get("expect")
         if not isinstance(expect, str) or (expect != HOLDS and expect not in names):
             raise GateError(f"entry {name!r}: expect must be 'holds' or one of {', '.join(sorted(names))}, got {expect!r}")
-        for key in ("steps", "max_depth"):
+        for key in ("steps", "max_depth", "seed"):
             if key in spec and (not isinstance(spec[key], int) or isinstance(spec[key], bool) or spec[key] < 0):
                 raise GateError(f"entry {name!r}: {key} must be a non-negative integer")
+        for key in ("runs", "depth"):
+            if key in spec and (not isinstance(spec[key], int) or isinstance(spec[key], bool) or spec[key] < 1):
+                raise GateError(f"entry {name!r}: {key} must be a positive integer")
+        engine = spec.get("engine", "bfs")
+        if engine not in ENGINES:
+            raise GateError(f"entry {name!r}: engine must be one of {', '.join(ENGINES)}, got {engine!r}")
+        misplaced = sorted(set(spec) & (SIMULATE_KEYS if engine == "bfs" else {"max_depth"}))
+        if misplaced:
+            raise GateError(f"entry {name!r}: {', '.join(misplaced)} do{'es' if len(misplaced) == 1 else ''} not "
+                            f"apply to engine {engine}")
         try:
             cfg = Config.from_dict({k: v for k, v in spec.items() if k in KNOBS})
         except (ConfigError, TypeError) as e:
             raise GateError(f"entry {name!r}: {e}") from None
         if expect != HOLDS and expect not in {n for n, _ in invariants_for(cfg)}:
             raise GateError(f"entry {name!r}: mode {cfg.mode} does not check {expect}")
+        walks = {key: spec[key] for key in SIMULATE_KEYS if key in spec}
         entries.append(Entry(name, cfg, expect, spec.get("steps"), spec.get("max_depth"),
-                             str(spec.get("description", ""))))
+                             str(spec.get("description", "")), engine, **walks))
     return entries
 
 
 def run_entry(entry: Entry, progress=None) -> Outcome:
-    """Run one entry with bfs; ``progress`` receives bfs's progress reports (cli/progress.py)."""
+    """Run one entry with its engine; ``progress`` receives the engine's progress reports
+    (cli/progress.py).
+
+    >>> e = parse_gate({"acks-1": {"mode": "hw", "acks": "1", "expect": "NoCommittedDataLoss", "steps": 3,
+    ...                            "engine": "simulate", "runs": 100, "seed": 1}})[0]
+    >>> run_entry(e).got
+    'NoCommittedDataLoss(3)'
+    """
     only = None if entry.expect == HOLDS else [entry.expect]
-    return Outcome(entry, bfs(Model(entry.config), max_depth=entry.max_depth, only=only, progress=progress))
+    model = Model(entry.config)
+    if entry.engine == "simulate":
+        result = simulate(model, runs=entry.runs, depth=entry.depth, seed=entry.seed, only=only, workers=1,
+                          progress=progress)
+    else:
+        result = bfs(model, max_depth=entry.max_depth, only=only, progress=progress)
+    return Outcome(entry, result)
 
 
 def junit_xml(outcomes: List[Outcome], not_run: Sequence[Entry] = ()) -> str:

@@ -292,8 +292,8 @@ def simulate(model, *, runs: Optional[int] = 1000, depth: int = 50, seed: int = 
                 break
             if progress is not None and now - last_report >= progress_every:
                 last_report = now
-                progress({"walks": walks, "steps": steps, "distinct": len(seen), "deepest": deepest,
-                          "elapsed": now - start})
+                progress({"engine": "simulate", "phase": f"{walks:,} walks", "distinct": len(seen),
+                          "generated": steps + walks, "walks": walks, "deepest": deepest, "elapsed": now - start})
     except KeyboardInterrupt:
         verdict, reason = INTERRUPTED, "interrupted"
     finally:

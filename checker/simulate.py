@@ -239,7 +239,7 @@ def _spark(model, spans, kw, sc, parallelism: int):
     """Waves of Spark tasks, one walk range each, collected in order."""
     spans = iter(spans)
     while True:
-        wave = [span for _, span in zip(range(2 * parallelism), spans)]
+        wave = [span for _, span in zip(range(4 * parallelism), spans)]
         if not wave:
             return
         job = sc.parallelize(wave, len(wave)).map(lambda span: run_walks(model, span[0], span[1], **kw))

@@ -1,144 +1,244 @@
 """Level-synchronous breadth-first search on Spark, the state space partitioned by fingerprint.
 
-Every state has an owner partition, ``fingerprint(state) % partitions``. One level is:
+Every state has an owner partition, ``fingerprint(state) % partitions``. What crosses the JVM is
+never one state but a *chunk*: a blob of pickled states with numpy arrays beside it (their
+fingerprints, their parents' fingerprints, their invariant bits), as in :mod:`.bfs`.
 
-1. **expand** the frontier on the executors (``model.successors``), dropping duplicates
-   within each source partition;
-2. **shuffle** each successor ``(fp, (parent_fp, label, state))`` to its owner partition
-   (``partitionBy`` with the same partition function the visited set uses);
-3. **drop visited** partition-locally: the visited set is an RDD with exactly one element per
-   partition, the fingerprints that partition owns (a compact ``array('Q')``); it is zipped
-   (``RDD.zip``: a narrow dependency, no shuffle) with the successors that partition received,
-   so partition *i* of the visited set only ever meets partition *i* of the successors;
-4. **check invariants** on the new states, on the executors;
-5. keep ``(fp, parent_fp, label)`` for every new state, per level, on the executors.
+The level RDD has exactly one element per partition, ``(visited, parents, frontier, stats)``:
+``visited`` the sorted fingerprints (uint64) the partition owns, ``parents`` the parent
+fingerprint of each (an initial state is its own parent), ``frontier`` the partition's states
+of the last level as chunks ``(blob, positions, fingerprints)``, ``stats`` the level's counts.
+One level is one Spark job of two stages:
 
-The driver holds only per-partition counts and, per broken invariant, the smallest violating
-fingerprint of the level. On a violation it walks the parent records back one level at a time
-(one small job reading one partition per step), re-executes the labels with ``model.step`` and
-returns the same :class:`Result` and :class:`Trace` objects as :func:`hwcheck.checker.bfs.bfs`.
-Levels are complete: a violation found at depth *d* is reported after the whole level *d* has
-been explored, so ``distinct_states`` counts every state within distance *d*.
+1. **expand** (map stage): each partition unpickles its frontier chunks and runs
+   ``model.successors``; the successors are fingerprinted, duplicates among them and those the
+   partition itself owns and has visited dropped (the smallest parent kept), the invariants
+   checked, and one chunk per owner partition pickled. The partition's visited arrays are sent
+   along, to the partition itself;
+2. **shuffle** the chunks to their owners (``partitionBy``: the only shuffle of a level);
+3. **merge** (result stage): partition *i* receives its own visited arrays and the chunks it
+   owns; duplicates across chunks and visited fingerprints are dropped with numpy
+   (``lexsort``, ``searchsorted``), the new ones inserted into the sorted arrays, and the
+   chunks holding new states, with the positions of the new ones, become the partition's next
+   frontier: states are never unpickled here. Only the counts go to the driver.
+
+The level RDD is not cached: the next level's map stage recomputes the merge (numpy only) from
+the shuffle files, in the same Python task as the expansion, so a level costs one job, two
+stages, two Python tasks per partition; a lost executor's shuffle files are recomputed by Spark
+from the lineage, by the same deterministic functions.
+
+The driver receives per partition only the counts and, per broken invariant, the smallest
+violating fingerprint. On a violation it walks the parent fingerprints back (one small job
+reading one partition per step) and rebuilds the trace as :func:`.bfs._trace` does, asking the
+model which successor has the next fingerprint on the chain. Levels are complete: a violation
+found at depth *d* is reported after the whole level *d* has been explored, so
+``distinct_states`` counts every state within distance *d*.
 
 >>> from hwcheck.spec import Config, Model
 >>> with spark_context("local[1]") as sc:                      # doctest: +SKIP
 ...     r = spark_bfs(Model(Config(mode="hw", records=1)), sc=sc, partitions=2)
 >>> r.verdict, r.violations[0].steps                          # doctest: +SKIP
-('violated', 10)
+('violated', 11)
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import gc
 import os
 import pickle
+import shutil
+import signal
 import sys
 import tempfile
+import threading
 import time
 import zipfile
-from array import array
 from pathlib import Path
-from typing import Callable, Dict, Iterator, List, Optional, Tuple
+from typing import Callable, Dict, Iterator, Optional, Tuple
 
-from .bfs import collision_probability, fingerprint, peak_rss_mb, rebuild_trace
-from .result import HOLDS, INTERRUPTED, VIOLATED, Result
+import numpy as np
 
-GENERATED = -1   # key of the per-partition "successors generated" count in the shuffle
+from .bfs import collision_probability, fingerprint, peak_rss_mb
+from .result import HOLDS, INTERRUPTED, VIOLATED, Result, Trace
+
+GROUP = 16384     # frontier states expanded per batch (a batch yields one chunk per owner)
 
 
 class SparkEngineError(RuntimeError):
     """Spark could not run the search (no Java, bad master URL, a job failed for good): one line."""
 
 
-def owner(fp: int) -> int:
-    """The partition function (``partitionBy`` takes it modulo the number of partitions)."""
-    return fp
+def owner(key: int) -> int:
+    """The partition function: chunks are keyed by their owner partition already."""
+    return key
+
+
+def _u64(values: list) -> np.ndarray:
+    """Python hashes (signed 64-bit) as fingerprints (uint64), = ``fingerprint``."""
+    return np.array(values, dtype=np.int64).view(np.uint64)
+
+
+def _firsts(fps: np.ndarray, parents: np.ndarray) -> np.ndarray:
+    """Indices of one entry per distinct fingerprint, the one with the smallest parent, in
+    ascending fingerprint order."""
+    order = np.lexsort((parents, fps))
+    f = fps[order]
+    keep = np.ones(len(f), dtype=bool)
+    keep[1:] = f[1:] != f[:-1]
+    return order[keep]
 
 
 # --------------------------------------------------------------------------- executor side
-def expand(model, records: Iterator[Tuple[int, object]]) -> Iterator[Tuple[int, tuple]]:
-    """Successors of a frontier partition as ``(fp, (parent_fp, label, state))``, the first
-    (smallest ``(parent_fp, label)``) of each fingerprint only, then one count record."""
-    best: Dict[int, tuple] = {}
-    generated = 0
-    successors = model.successors
-    for sfp, s in records:
-        for label, t in successors(s):
-            generated += 1
-            tfp = fingerprint(t)
-            old = best.get(tfp)
-            if old is None or (sfp, label) < (old[0], old[1]):
-                best[tfp] = (sfp, label, t)
-    yield from best.items()
-    yield GENERATED, generated
-
-
-def gather(records: Iterator[Tuple[int, object]]) -> Iterator[Tuple[dict, int]]:
-    """Everything a partition received in the shuffle as one ``({fp: candidate}, generated)``:
-    exactly one element per partition, so it zips with the visited set's one element."""
-    best: Dict[int, tuple] = {}
-    generated = 0
-    for fp, value in records:
-        if fp == GENERATED:
-            generated += value
-            continue
-        old = best.get(fp)
-        if old is None or (value[0], value[1]) < (old[0], old[1]):
-            best[fp] = value
-    yield best, generated
-
-
-def drop_visited(model, wanted: frozenset, pairs):
-    """Partition-local: keep the candidates this partition has not seen, extend its visited
-    fingerprints, check the invariants in ``wanted`` on the new states.
-
-    ``pairs`` holds one ``((visited, levels), (candidates, generated))``: ``visited`` the
-    fingerprints this partition owns, ``levels`` one pickled ``(fps, parent_fps, labels)`` per
-    level (an initial state is its own parent, its label its init index). Yields one
-    ``((visited', levels'), frontier, stats)``: ``frontier`` the new ``(fp, state)`` pairs
-    (pickled), ``stats`` ``(new, generated, {invariant: smallest violating fp})``."""
-    invariants = [(name, pred) for name, pred in model.invariants if name in wanted]
-    for (visited, levels), (candidates, generated) in pairs:
-        seen = set(visited)
-        visited = array("Q", visited)
-        fps, parent_fps, labels, frontier = array("Q"), array("Q"), [], []
-        broken: Dict[str, int] = {}
-        for fp, (parent, label, state) in candidates.items():
-            if fp in seen:
-                continue
-            fps.append(fp)
-            parent_fps.append(fp if parent is None else parent)
-            labels.append(label)
-            frontier.append((fp, state))
-            for name, pred in invariants:
-                if not pred(state) and fp < broken.get(name, 1 << 64):
-                    broken[name] = fp
-        visited.extend(fps)
-        levels = levels + [pickle.dumps((fps, parent_fps, labels), pickle.HIGHEST_PROTOCOL)]
-        yield ((visited, levels), pickle.dumps(frontier, pickle.HIGHEST_PROTOCOL),
-               (len(fps), generated, broken))
-
-
-def find_parent(fp: int, level: int, parts) -> Iterator[Tuple[Optional[int], object]]:
-    """The parent record of ``fp``, a state first reached at ``level``, in the partition that
-    owns it (an element ``(visited, levels)``)."""
-    for _, levels in parts:
-        fps, parent_fps, labels = pickle.loads(levels[level])
+def _without_gc(gen):
+    """A generator function run with Python's cycle collector off, as bfs runs: states are
+    acyclic tuples, and collecting while millions are made costs ~15% of the stage."""
+    @functools.wraps(gen)
+    def run(*args):
+        was = gc.isenabled()
+        gc.disable()
         try:
-            i = fps.index(fp)
-        except ValueError:
-            continue
-        yield (None if parent_fps[i] == fp else parent_fps[i]), labels[i]
+            yield from gen(*args)
+        finally:
+            if was:
+                gc.enable()
+    return run
+
+
+@_without_gc
+def expand(model, P: int, checks, index: int, elements) -> Iterator[Tuple[int, tuple]]:
+    """Stage 1: the successors of partition ``index``'s frontier as ``(owner, chunk)`` records, a
+    chunk being ``(blob, fps, parent_fps, violation_bits, generated)`` for one owner partition and
+    ``generated`` the successors (duplicates included) this batch produced for it. Successors this
+    partition owns and has visited are dropped here (the others are dropped by their owners).
+    ``checks`` is ``[(bit, predicate)]``, the invariants still to check."""
+    successors = model.successors
+    Pu = np.uint64(P)
+    for visited, vparents, frontier, _ in elements:
+        yield index, (visited, vparents)           # the partition's visited set, to itself
+        batches, size = [[]], 0
+        for chunk in frontier:
+            batches[-1].append(chunk)
+            size += len(chunk[1])
+            if size >= GROUP:
+                batches.append([])
+                size = 0
+        for batch in batches:
+            if not batch:
+                continue
+            fps, states, counts, parents = [], [], [], []
+            for blob, keep, kfps in batch:
+                chunk = pickle.loads(blob)
+                for p, sfp in zip(keep.tolist(), kfps.tolist()):
+                    n = len(fps)
+                    for _, t in successors(chunk[p]):
+                        fps.append(hash(t))
+                        states.append(t)
+                    counts.append(len(fps) - n)
+                    parents.append(sfp)
+            if not fps:
+                continue
+            fp_arr = _u64(fps)
+            par_arr = np.repeat(np.array(parents, dtype=np.uint64), counts)
+            owners = (fp_arr % Pu).astype(np.int64)
+            generated = np.bincount(owners, minlength=P)
+            sel = _firsts(fp_arr, par_arr)
+            if len(visited):
+                cand = fp_arr[sel]
+                at = np.minimum(np.searchsorted(visited, cand), len(visited) - 1)
+                sel = sel[(owners[sel] != index) | (visited[at] != cand)]
+            viol = np.zeros(len(sel), dtype=np.int64)
+            if checks:
+                for j, i in enumerate(sel.tolist()):
+                    t = states[i]
+                    for bit, pred in checks:
+                        if not pred(t):
+                            viol[j] |= 1 << bit
+            sel_owner = owners[sel]
+            by_owner = np.argsort(sel_owner, kind="stable")
+            bounds = np.searchsorted(sel_owner[by_owner], np.arange(P + 1))
+            for o in range(P):
+                mine = by_owner[bounds[o]:bounds[o + 1]]
+                if not len(mine):
+                    if generated[o]:       # all visited already: only the count travels
+                        yield o, (b"", fp_arr[:0], par_arr[:0], viol[:0], int(generated[o]))
+                    continue
+                idx = sel[mine]
+                blob = pickle.dumps([states[i] for i in idx.tolist()], pickle.HIGHEST_PROTOCOL)
+                yield o, (blob, fp_arr[idx], par_arr[idx], viol[mine], int(generated[o]))
+
+
+@_without_gc
+def merge(nbits: int, records) -> Iterator[tuple]:
+    """Stage 2, partition-local, on what the partition received in the shuffle: its own visited
+    set ``(visited, parents)`` and the chunks of candidates. Drops the candidates seen before,
+    inserts the others into the sorted arrays, and keeps the chunks holding new states (with
+    the positions of those) as the next frontier. Yields exactly one
+    ``(visited', parents', frontier', (new, generated, {bit: smallest violating fp}))``."""
+    visited = vparents = None
+    chunks = []
+    for _, value in records:
+        if len(value) == 2:
+            visited, vparents = value
+        else:
+            chunks.append(value)
+    if visited is None:             # pragma: no cover - every partition sends its own each level
+        raise RuntimeError("a partition received no visited set")
+    generated = sum(c[4] for c in chunks)
+    chunks = [c for c in chunks if len(c[1])]
+    chunks.sort(key=lambda c: int(c[1][0]))     # the order the shuffle delivered them in is not fixed
+    if not chunks:
+        yield visited, vparents, [], (0, generated, {})
+    else:
+        fps = np.concatenate([c[1] for c in chunks])
+        pars = np.concatenate([c[2] for c in chunks])
+        viol = np.concatenate([c[3] for c in chunks])
+        src = np.repeat(np.arange(len(chunks)), [len(c[1]) for c in chunks])
+        pos = np.concatenate([np.arange(len(c[1]), dtype=np.uint32) for c in chunks])
+        sel = _firsts(fps, pars)                      # ascending fingerprints
+        cand = fps[sel]
+        at = np.searchsorted(visited, cand)
+        seen = np.zeros(len(cand), dtype=bool)
+        inside = at < len(visited)
+        seen[inside] = visited[at[inside]] == cand[inside]
+        new = sel[~seen]
+        if len(new):
+            visited = np.insert(visited, at[~seen], fps[new])
+            vparents = np.insert(vparents, at[~seen], pars[new])
+        broken = {}
+        for bit in range(nbits):
+            hit = new[(viol[new] >> bit) & 1 == 1]
+            if len(hit):
+                broken[bit] = int(fps[hit].min())
+        frontier = []
+        by_src = new[np.argsort(src[new], kind="stable")]
+        bounds = np.searchsorted(src[by_src], np.arange(len(chunks) + 1))
+        for k, chunk in enumerate(chunks):
+            mine = by_src[bounds[k]:bounds[k + 1]]
+            if len(mine):
+                mine = mine[np.argsort(pos[mine])]
+                frontier.append((chunk[0], pos[mine], fps[mine]))
+        yield visited, vparents, frontier, (len(new), generated, broken)
+
+
+def parent_of(fp: int, elements) -> Iterator[int]:
+    """The parent fingerprint of ``fp`` in the partition that owns it (itself for a root)."""
+    key = np.uint64(fp)
+    for visited, parents, _, _ in elements:
+        i = int(np.searchsorted(visited, key))
+        if i < len(visited) and visited[i] == key:
+            yield int(parents[i])
 
 
 # --------------------------------------------------------------------------- driver side
-def _shipped_package() -> str:
+def _shipped_package(folder: str) -> str:
     """hwcheck's spec and checker as a zip for executors that do not have hwcheck installed."""
     here = Path(__file__).resolve().parent
-    out = Path(tempfile.mkdtemp(prefix="hwcheck-spark-")) / "hwcheck.zip"
+    out = Path(folder) / "hwcheck.zip"
     with zipfile.ZipFile(out, "w") as z:
-        for pkg, folder in (("spec", here.parent / "spec"), ("checker", here)):
-            for f in sorted(folder.glob("*.py")):
+        for pkg, src in (("spec", here.parent / "spec"), ("checker", here)):
+            for f in sorted(src.glob("*.py")):
                 z.write(f, f"hwcheck/{pkg}/{f.name}")
     return str(out)
 
@@ -162,11 +262,30 @@ def _quiet_fds(log_path: Path):
             os.close(f)
 
 
+@contextlib.contextmanager
+def _environ(**values):
+    old = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
 def start_spark(master: Optional[str] = None, app_name: str = "hwcheck", log_path: Optional[Path] = None,
                 conf: Optional[dict] = None):
     """A SparkContext for ``master`` with Spark's console output kept out of ours: the JVM's
-    stdout/stderr go to ``log_path`` (default: a file in the temp folder), no progress bars,
-    log level ERROR. Python workers run this interpreter unless PYSPARK_PYTHON says otherwise.
+    stdout/stderr go to ``log_path`` (default: ``spark.log`` in a private temp folder), no
+    progress bars, log level ERROR. Everything Spark writes on this machine (its log, local
+    dirs, the JVM's temp files, the Python workers' temp files) goes into that folder, which
+    :func:`stop_spark` removes. Python workers run this interpreter unless PYSPARK_PYTHON says
+    otherwise. The SIGINT handler in place before is put back (pyspark's own would call into
+    the JVM from inside the signal handler, mid-call): run under :class:`CtrlC` to turn Ctrl-C
+    into a clean stop.
 
     ``master`` None means: spark-submit's ``--master`` when run under spark-submit (which
     started the JVM already), else ``local[*]``. An existing SparkContext is reused as it is."""
@@ -182,34 +301,81 @@ def start_spark(master: Optional[str] = None, app_name: str = "hwcheck", log_pat
     submitted = "PYSPARK_GATEWAY_PORT" in os.environ      # spark-submit runs us, its JVM is up
     if master is None and not submitted:
         master = "local[*]"
-    log_path = Path(log_path or Path(tempfile.gettempdir()) / f"hwcheck-spark-{os.getpid()}.log")
+    scratch = tempfile.mkdtemp(prefix="hwcheck-spark-")
+    log_path = Path(log_path or Path(scratch) / "spark.log")
+    # no hsperfdata file in /tmp (written outside java.io.tmpdir, left behind by a killed JVM)
+    jvm_opts = f"-Djava.io.tmpdir={scratch} -XX:-UsePerfData"
     spark_conf = (SparkConf().setAppName(app_name)
                   .set("spark.ui.showConsoleProgress", "false")
                   .set("spark.ui.enabled", "false"))
+    driver_opts = [jvm_opts]
     if master is not None:
         spark_conf.setMaster(master)
+        if master.startswith("local"):
+            spark_conf.set("spark.local.dir", scratch)
         if _loopback(master):
             # everything on this machine: talk over the loopback, whatever the hostname resolves to
             ip = os.environ.get("SPARK_LOCAL_IP", "127.0.0.1")
             spark_conf.set("spark.driver.host", ip).set("spark.driver.bindAddress", ip)
             # everything on one machine: the JVMs mostly move bytes between Python processes,
             # for which the quick C1 compiler pays off at once (seconds less per run)
-            spark_conf.set("spark.executor.extraJavaOptions", "-XX:TieredStopAtLevel=1")
+            spark_conf.set("spark.executor.extraJavaOptions", "-XX:TieredStopAtLevel=1 -XX:-UsePerfData")
+            # shuffle files never cross a network here: compressing them only costs the JVM CPU
+            # the Python workers need (1.18 M states on local[2]: 91 s with lz4, 67 s without)
+            spark_conf.set("spark.shuffle.compress", "false").set("spark.shuffle.spill.compress", "false")
         if not submitted:
             # the driver JVM schedules and collects counts: quick start-up beats peak speed
-            spark_conf.set("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1")
+            driver_opts.append("-XX:TieredStopAtLevel=1")
+    if not submitted:
+        spark_conf.set("spark.driver.extraJavaOptions", " ".join(driver_opts))
     for k, v in (conf or {}).items():
         spark_conf.set(k, v)
+    main = threading.current_thread() is threading.main_thread()
+    handler = signal.getsignal(signal.SIGINT) if main else None
+    sc = None
     try:
-        with (contextlib.nullcontext() if submitted else _quiet_fds(log_path)):
+        # the JVM and the local Python workers inherit TMPDIR: their temp files land in scratch
+        with (contextlib.nullcontext() if submitted else _quiet_fds(log_path)), _environ(
+                TMPDIR=scratch,
+                # no hsperfdata either for the JVM spark-submit runs first to build the command line
+                SPARK_LAUNCHER_OPTS=(os.environ.get("SPARK_LAUNCHER_OPTS", "") + " -XX:-UsePerfData").strip()):
             sc = SparkContext(conf=spark_conf)
             sc.setLogLevel("ERROR")
+    except KeyboardInterrupt:
+        # Ctrl-C while the JVM started (no CtrlC flag in place): nothing of it stays behind
+        if sc is not None:
+            with contextlib.suppress(Exception):
+                sc.stop()
+        shutil.rmtree(scratch, ignore_errors=True)
+        raise
     except Exception as e:
         raise SparkEngineError(f"cannot start Spark with master {master!r}: {_one_line(e)} (see {log_path})")
+    finally:
+        # pyspark installs a SIGINT handler that calls into the JVM from inside the signal
+        # handler, mid-call: put back the one in place before (CtrlC's flag, or Python's default)
+        if main:
+            signal.signal(signal.SIGINT, handler)
     sc.hwcheck_log = "spark-submit's console" if submitted else str(log_path)
+    sc.hwcheck_scratch = scratch
     if not sc.master.startswith("local"):
-        sc.addPyFile(_shipped_package())
+        sc.addPyFile(_shipped_package(scratch))
     return sc
+
+
+def stop_spark(sc, keep_log: bool = False) -> None:
+    """Stop the context and remove the temp folder :func:`start_spark` made (all but the log
+    with ``keep_log``, when an error message points at it)."""
+    with contextlib.suppress(Exception):
+        sc.stop()
+    scratch = getattr(sc, "hwcheck_scratch", None)
+    if scratch is None:
+        return
+    if keep_log:
+        for entry in Path(scratch).iterdir():
+            if str(entry) != sc.hwcheck_log:
+                shutil.rmtree(entry, ignore_errors=True) if entry.is_dir() else entry.unlink(missing_ok=True)
+    else:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _loopback(master: str) -> bool:
@@ -221,12 +387,12 @@ def _loopback(master: str) -> bool:
 
 @contextlib.contextmanager
 def spark_context(master: Optional[str] = None, **kw):
-    """``start_spark`` that stops the context on exit."""
+    """``start_spark`` that stops the context (and removes its temp folder) on exit."""
     sc = start_spark(master, **kw)
     try:
         yield sc
     finally:
-        sc.stop()
+        stop_spark(sc)
 
 
 def _one_line(e: BaseException) -> str:
@@ -239,99 +405,198 @@ def _one_line(e: BaseException) -> str:
     return type(e).__name__
 
 
+class CtrlC:
+    """Ctrl-C as a flag while Spark runs (a context manager, effective in the main thread):
+    SIGINT never raises inside a py4j call (which would leave its connection unusable and
+    print Java tracebacks), however often it comes (``timeout -s INT`` sends it twice: to the
+    child and to its group). The search looks at ``hit`` between Spark calls; a job under way
+    is cancelled (see :func:`_action`)."""
+
+    def __init__(self):
+        self.hit = False
+        self._old = None
+
+    def _on_sigint(self, signum, frame):
+        self.hit = True
+
+    def __enter__(self) -> "CtrlC":
+        if threading.current_thread() is threading.main_thread():
+            self._old = signal.signal(signal.SIGINT, self._on_sigint)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._old is not None:
+            signal.signal(signal.SIGINT, self._old)
+            self._old = None
+
+
+class _Interrupted(Exception):
+    """Ctrl-C seen between two Spark calls (or during one, which was cancelled)."""
+
+
+def _action(sc, fn, ctrl_c: Optional[CtrlC] = None):
+    """Run a Spark action in a helper thread and wait for it here, watching ``ctrl_c``: on
+    Ctrl-C the jobs are cancelled, the helper is waited for, and :class:`_Interrupted` raised."""
+    if ctrl_c is None or threading.current_thread() is not threading.main_thread():
+        return fn()
+    if ctrl_c.hit:
+        raise _Interrupted()
+    box: dict = {}
+
+    def run():
+        try:
+            box["value"] = fn()
+        except BaseException as e:      # handed to the waiting thread
+            box["error"] = e
+
+    helper = threading.Thread(target=run, name="hwcheck-spark-action", daemon=True)
+    helper.start()
+    cancelled = False
+    while helper.is_alive():
+        helper.join(0.05)
+        if ctrl_c.hit and not cancelled:
+            with contextlib.suppress(Exception):
+                sc.cancelAllJobs()
+            cancelled = True
+    if ctrl_c.hit:
+        raise _Interrupted()            # whatever the cancelled job ended with
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+def interrupted_result(elapsed: float = 0.0) -> Result:
+    """What a run stopped by Ctrl-C before its first level covered."""
+    return Result(engine="spark", verdict=INTERRUPTED, distinct_states=0, generated_states=0, depth=0,
+                  elapsed=elapsed, peak_rss_mb=peak_rss_mb(), complete=False, reason="interrupted")
+
+
+_SPARK_ERRORS = ("Py4JJavaError", "Py4JError", "Py4JNetworkError", "PythonException", "SparkException",
+                 "SparkRuntimeException", "ConnectionRefusedError")
+
+
 def spark_bfs(model, *, sc=None, master: Optional[str] = None, partitions: Optional[int] = None,
               max_depth: Optional[int] = None, all_invariants: bool = False,
-              progress: Optional[Callable[[dict], None]] = None, only=None) -> Result:
+              progress: Optional[Callable[[dict], None]] = None, only=None,
+              ctrl_c: Optional[CtrlC] = None) -> Result:
     """Explore every state reachable within ``max_depth`` steps on Spark; the same figures as
     :func:`hwcheck.checker.bfs.bfs` (distinct states, depth, shortest trace length).
 
     ``sc``: a running SparkContext (else one is started on ``master``, see :func:`start_spark`,
     and stopped at the end);
-    ``partitions``: how many owner partitions the state space is split into (default: twice
-    Spark's default parallelism); ``only``: the invariants to check (default: all).
+    ``partitions``: how many owner partitions the state space is split into (default: Spark's
+    default parallelism, at least 2); ``only``: the invariants to check (default: all).
+    Ctrl-C ends the search with verdict ``interrupted`` (the job under way cancelled): pass the
+    caller's :class:`CtrlC` if it is already in place, else one is for the run.
     Spark failures raise :class:`SparkEngineError`."""
+    if ctrl_c is None:
+        with CtrlC() as ctrl_c:
+            return spark_bfs(model, sc=sc, master=master, partitions=partitions, max_depth=max_depth,
+                             all_invariants=all_invariants, progress=progress, only=only, ctrl_c=ctrl_c)
+    start = time.monotonic()
     own = sc is None
     if own:
         sc = start_spark(master)
+    failed = False
     try:
-        return _search(sc, model, partitions or max(2, 2 * sc.defaultParallelism), max_depth,
-                       all_invariants, progress, only)
+        if ctrl_c.hit:
+            return interrupted_result(time.monotonic() - start)
+        return _search(sc, model, partitions or default_partitions(sc), max_depth, all_invariants, progress,
+                       only, ctrl_c)
     except SparkEngineError:
-        raise
-    except KeyboardInterrupt:
+        failed = True
         raise
     except Exception as e:
-        if type(e).__name__ in ("Py4JJavaError", "Py4JError", "Py4JNetworkError", "PythonException",
-                                "SparkException", "SparkRuntimeException", "ConnectionRefusedError"):
+        if type(e).__name__ in _SPARK_ERRORS:
+            failed = True
             raise SparkEngineError(f"the Spark job failed: {_one_line(e)}")
         raise
     finally:
         if own:
-            with contextlib.suppress(Exception):
-                sc.stop()
+            stop_spark(sc, keep_log=failed)
 
 
-def _search(sc, model, P: int, max_depth, all_invariants, progress, only) -> Result:
-    from pyspark import StorageLevel
+def default_partitions(sc) -> int:
+    """One owner partition per executor core (at least 2): each level costs a Python task per
+    partition and stage, ~0.1 s each on 2 cores (docs/engines.md), more partitions pay only
+    when their work is uneven."""
+    return max(2, sc.defaultParallelism)
 
+
+def _initial(model, P: int, checks) -> Tuple[list, int]:
+    """What each partition receives at level 0, as a shuffle would deliver it: an empty visited
+    set and one chunk of the initial states it owns (each its own parent); and their number."""
+    inits = model.init_states()
+    fps = np.array([fingerprint(s) for s in inits], dtype=np.uint64)
+    records = []
+    for p in range(P):
+        mine = np.flatnonzero(fps % np.uint64(P) == p)
+        part = [(p, (np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.uint64)))]
+        if len(mine):
+            states = [inits[i] for i in mine.tolist()]
+            viol = np.array([sum(1 << bit for bit, pred in checks if not pred(t)) for t in states], dtype=np.int64)
+            part.append((p, (pickle.dumps(states, pickle.HIGHEST_PROTOCOL), fps[mine], fps[mine], viol, 0)))
+        records.append(part)
+    return records, len(inits)
+
+
+def _search(sc, model, P: int, max_depth, all_invariants, progress, only, ctrl_c: CtrlC) -> Result:
     start = time.monotonic()
     order = [name for name, _ in model.invariants if only is None or name in only]
-    wanted = set(order)
-    found: Dict[str, object] = {}
-    cached: List = []           # the last levels' dedup output (the newest holds every parent record)
+    preds = dict(model.invariants)
+    found: Dict[str, Trace] = {}
     distinct = generated = depth = 0
-    verdict, complete = HOLDS, True
+    verdict, complete, interrupted = HOLDS, True, False
+    nbits = len(order)
 
-    inits = model.init_states()
-    candidates = sc.parallelize([(fingerprint(s), (None, i, s)) for i, s in enumerate(inits)]
-                                + [(GENERATED, len(inits))], P).partitionBy(P, owner)
-    visited = sc.parallelize([(array("Q"), []) for _ in range(P)], P)
+    def checks():
+        return [(b, preds[name]) for b, name in enumerate(order) if name not in found]
+
+    # A level is the merge of what its partitions received; it is never cached: the next level
+    # recomputes it (numpy, cheap) from the shuffle files in the same task as the expansion, so
+    # each level is one job of two stages and two Python tasks per partition. Spark keeps the
+    # shuffle files while the lineage refers to them and recomputes lost ones from it.
+    records, n_init = _initial(model, P, checks())
+    received = sc.parallelize(records, P).flatMap(lambda part: part)
+    level = received.mapPartitions(lambda it: merge(nbits, it))
     try:
         d = 0
         while True:
-            # one Spark job per level: expand + shuffle (map stage), then drop visited + check
-            check = frozenset(wanted - set(found))
-            grouped = candidates.mapPartitions(gather, preservesPartitioning=True)
-            out = visited.zip(grouped).mapPartitions(lambda it, check=check: drop_visited(model, check, it))
-            out.persist(StorageLevel.MEMORY_AND_DISK)
-            stats = out.map(lambda x: x[2]).collect()
-            cached.append(out)
-            if len(cached) > 2:
-                cached.pop(0).unpersist()
+            if ctrl_c.hit:
+                raise _Interrupted()
+            if d > 0:
+                ch = checks()
+                received = (level.mapPartitionsWithIndex(lambda i, it, ch=ch: expand(model, P, ch, i, it))
+                            .partitionBy(P, owner))
+                level = received.mapPartitions(lambda it: merge(nbits, it))
+            stats = _action(sc, level.map(lambda x: x[3]).collect, ctrl_c)
             new = sum(s[0] for s in stats)
             distinct += new
-            generated += sum(s[1] for s in stats)
+            generated += n_init if d == 0 else sum(s[1] for s in stats)
             if new and d > 0:
                 depth = d
-            broken: Dict[str, int] = {}
+            broken: Dict[int, int] = {}
             for s in stats:
-                for name, fp in s[2].items():
-                    broken[name] = min(fp, broken.get(name, fp))
-            for name in order:
-                if name in broken and name not in found:
-                    found[name] = _trace(sc, model, out, P, d, broken[name], name)
+                for bit, fp in s[2].items():
+                    broken[bit] = min(fp, broken.get(bit, fp))
+            for b, name in enumerate(order):
+                if b in broken and name not in found:
+                    found[name] = _trace(sc, model, level, P, broken[b], name, ctrl_c)
                     if not all_invariants:
                         break
             if progress is not None:
                 progress({"depth": d, "distinct": distinct, "queue": new, "generated": generated,
                           "elapsed": time.monotonic() - start})
-            if found and (not all_invariants or len(found) == len(wanted)):
+            if found and (not all_invariants or len(found) == len(order)):
                 break
             if new == 0:
                 break
             if max_depth is not None and d >= max_depth:
                 complete = False
                 break
-            visited = out.map(lambda x: x[0])
-            frontier = out.flatMap(lambda x: pickle.loads(x[1]))
-            candidates = frontier.mapPartitions(lambda it: expand(model, it)).partitionBy(P, owner)
             d += 1
-    except KeyboardInterrupt:
-        verdict, complete = INTERRUPTED, False
-    finally:
-        for rdd in cached:
-            with contextlib.suppress(Exception):
-                rdd.unpersist()
+    except (_Interrupted, KeyboardInterrupt):
+        verdict, complete, interrupted = INTERRUPTED, False, True
     if found:
         verdict = VIOLATED
     return Result(
@@ -340,19 +605,24 @@ def _search(sc, model, P: int, max_depth, all_invariants, progress, only) -> Res
         violations=sorted(found.values(), key=lambda t: order.index(t.invariant)),
         complete=complete and verdict != INTERRUPTED,
         collision_probability=collision_probability(distinct),
+        reason="interrupted" if interrupted else "",
     )
 
 
-def _trace(sc, model, out, P: int, level: int, fp: int, invariant: str):
-    """Walk the parent records back from ``fp`` (first reached at ``level``), one partition
-    read per level, and replay the labels: only the records on the path reach the driver."""
-    parents: Dict[int, Tuple] = {}
-    violating = fp
-    owned = out.map(lambda x: x[0])
-    for k in range(level, -1, -1):
-        [(parent, label)] = sc.runJob(owned, lambda it, fp=fp, k=k: find_parent(fp, k, it), [owner(fp) % P])
-        parents[fp] = (parent, label)
-        if parent is None:
+def _trace(sc, model, level, P: int, fp: int, invariant: str, ctrl_c: Optional[CtrlC] = None) -> Trace:
+    """Walk the parent fingerprints back from ``fp``, one partition read per step, then replay
+    forwards: at each step the successor with the next fingerprint on the chain (as bfs does)."""
+    chain = [fp]
+    while True:
+        [parent] = _action(sc, lambda fp=chain[-1]: sc.runJob(level, lambda it: parent_of(fp, it), [fp % P]), ctrl_c)
+        if parent == chain[-1]:
             break
-        fp = parent
-    return rebuild_trace(model, parents, violating, invariant)
+        chain.append(parent)
+    chain.reverse()
+    states = [next(s for s in model.init_states() if fingerprint(s) == chain[0])]
+    labels = []
+    for target in chain[1:]:
+        label, t = next((lb, u) for lb, u in model.successors(states[-1]) if fingerprint(u) == target)
+        states.append(t)
+        labels.append(label)
+    return Trace(states, labels, invariant)

@@ -4,7 +4,12 @@ mode; its command line; Spark's console noise kept out of hwcheck's output.
 One SparkContext (local[2]) is shared by the module: a JVM start costs seconds."""
 
 import json
+import os
 import pickle
+import signal
+import subprocess
+import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -164,3 +169,76 @@ def test_cli_spark_options_need_the_spark_engine():
     assert proc.returncode == 2
     assert proc.stderr.strip() == "hwcheck: error: --master and --partitions apply to --engine spark only"
     assert proc.stdout == ""
+
+
+def _start_in_own_group(*args, env):
+    """hwcheck in a new process group, SIGINT at its default, as a terminal's foreground job."""
+    def child():
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.setpgrp()
+    return subprocess.Popen([sys.executable, "-m", "hwcheck.cli", *map(str, args)], text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                            env={**os.environ, "PYTHONUNBUFFERED": "1", **env}, preexec_fn=child)
+
+
+def _group_gone(pgid: int, wait: float = 15.0) -> bool:
+    """No process of the group is left (the JVM and Python workers have exited too)."""
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def _private_tmp(tmp_path):
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    return tmp
+
+
+def test_ctrl_c_stops_spark_cleanly_and_leaves_no_temp_files(tmp_path):
+    """Issue 18: SIGINT to the whole process group (hwcheck, the JVM, the Python workers) while a
+    level runs: the one 'interrupted: covered ...' line, exit 130, no py4j/pyspark traceback,
+    every process of the group gone, nothing left in the temp folder."""
+    tmp = _private_tmp(tmp_path)
+    child = _start_in_own_group("verify", "--engine=spark", "--master=local[2]", "--replicas=3", "--verbose",
+                                env={"TMPDIR": str(tmp)})
+    seen = []
+    try:
+        for line in child.stderr:
+            seen.append(line)
+            if line.startswith("spark  depth") and int(line.split()[2]) >= 5:
+                break
+        else:
+            raise AssertionError("".join(seen))
+        time.sleep(0.3)
+        os.killpg(child.pid, signal.SIGINT)
+        out, err = child.communicate(timeout=60)
+    finally:
+        if child.poll() is None:
+            os.killpg(child.pid, signal.SIGKILL)
+            child.communicate()
+    err = "".join(seen) + err
+    assert child.returncode == 130, out + err
+    for word in ("Traceback", "KeyboardInterrupt", "py4j", "Py4J", "pyspark", "Exception", "ERROR", "WARN"):
+        assert word not in out + err, out + err
+    assert all(line.startswith("spark  depth ") for line in err.splitlines()), err
+    lines = out.strip().splitlines()
+    after = lines[[i for i, line in enumerate(lines) if line.startswith("spark ")][0] + 1:]
+    assert len(after) == 1 and after[0].startswith("interrupted: covered "), out
+    assert after[0].endswith("no violation among them"), out
+    assert _group_gone(child.pid), "processes of the run outlived it"
+    assert list(tmp.iterdir()) == []
+
+
+def test_a_spark_run_leaves_no_temp_files(tmp_path):
+    tmp = _private_tmp(tmp_path)
+    proc = subprocess.run([sys.executable, "-m", "hwcheck.cli", "verify", "--mode=hw", "--records=1", "--crashes=0",
+                           "--max-epoch=1", "--engine=spark", "--master=local[1]", "--partitions=1", "--quiet"],
+                          capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL,
+                          env={**os.environ, "TMPDIR": str(tmp)}, cwd=tmp_path)
+    assert proc.returncode in (0, 1) and proc.stderr == "", proc.stdout + proc.stderr
+    assert list(tmp.iterdir()) == []

@@ -1,6 +1,6 @@
 """The choice of model family on the command line (``--model``), its options, and rendering that
 depends on the family. ``design`` (the default) is the model of DESIGN.md, with the knobs of
-cli/main.py; ``kafka-tla`` is the port of the community's TLA+ spec, with its TLA+ constants."""
+cli/options.py (``knob_options``); ``kafka-tla`` is the port of the community's TLA+ spec, with its TLA+ constants."""
 
 from __future__ import annotations
 

@@ -55,6 +55,14 @@ class GraphTooLarge(Exception):
             f"(extrapolated from the BFS layer sizes); raise --max-nodes or tighten the bounds")
 
 
+class GraphInterrupted(Exception):
+    """Ctrl-C while the graph was being explored: how far it got."""
+
+    def __init__(self, explored: int, depth: int):
+        self.explored, self.depth = explored, depth
+        super().__init__(f"explored {explored:,} states of the state graph to depth {depth}")
+
+
 def _estimate(layers: List[int], total: int) -> int:
     """Rough total from BFS layer sizes: a growing front is mirrored (a bell), a shrinking one is
     continued geometrically."""
@@ -74,7 +82,7 @@ def explore(model, max_nodes: int = DEFAULT_MAX_NODES) -> nx.DiGraph:
     Node attributes: ``state``, ``violated`` (tuple of invariant names), ``depth`` (BFS distance),
     ``init``, ``parent`` (fingerprint on a shortest path, None for an initial state).
     Edge attributes: ``chain`` (a list of steps, each a list of alternative labels; one step
-    here), ``steps`` (1). Raises GraphTooLarge past ``max_nodes`` nodes."""
+    here), ``steps`` (1). Raises GraphTooLarge past ``max_nodes`` nodes, GraphInterrupted on Ctrl-C."""
     g = nx.DiGraph(reduction="none", mode=model.cfg.mode)
     frontier = []
     for s in model.init_states():
@@ -84,6 +92,17 @@ def explore(model, max_nodes: int = DEFAULT_MAX_NODES) -> nx.DiGraph:
             frontier.append((fp, s))
     layers = [len(frontier)]
     depth = 0
+    try:
+        _grow(model, g, frontier, layers, max_nodes)
+    except KeyboardInterrupt:
+        raise GraphInterrupted(g.number_of_nodes(), len(layers) - 1) from None
+    return g
+
+
+def _grow(model, g: nx.DiGraph, frontier: list, layers: List[int], max_nodes: int) -> None:
+    """Breadth-first, level by level, from ``frontier`` (``explore``'s loop); ``layers`` gets the
+    size of each level as it is found."""
+    depth = len(layers) - 1
     while frontier:
         nxt = []
         for i, (sfp, s) in enumerate(frontier):
@@ -108,7 +127,6 @@ def explore(model, max_nodes: int = DEFAULT_MAX_NODES) -> nx.DiGraph:
         if nxt:
             depth += 1
             layers.append(len(nxt))
-    return g
 
 
 def counts(g: nx.DiGraph) -> str:

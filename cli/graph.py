@@ -14,14 +14,14 @@ from pathlib import Path
 import click
 
 from hwcheck.checker.focus import focus as focus_trace, uninvolved
-from hwcheck.checker.graph import (DEFAULT_MAX_NODES, FORMATS, GraphTooLarge, counts, explore,
+from hwcheck.checker.graph import (DEFAULT_MAX_NODES, FORMATS, GraphInterrupted, GraphTooLarge, counts, explore,
                                    mark_violations, reduce_all, shortest_violation, write_graph)
 from hwcheck.checker.liveness import FAIR_ACTIONS, check_liveness, lasso_to_itf, replay_lasso
 from hwcheck.checker.trace import TraceError, load_itf, replay as replay_trace
 from hwcheck.spec import Model
 from hwcheck.spec.actions import ACTIONS
 
-from .options import (EXIT_HOLDS, EXIT_VIOLATION, check_writable, fail, free_default_path, knob_options,
+from .options import (EXIT_HOLDS, EXIT_INTERRUPTED, EXIT_VIOLATION, check_writable, fail, free_default_path, knob_options,
                       make_config, read_text, write_after_run)
 from .models import DESIGN_MODES, DESIGN_ONLY, TLA_ONLY, build_model, given
 from .render import settings_line, trace_table
@@ -35,6 +35,14 @@ def _explore(model, max_nodes):
         return explore(model, max_nodes=max_nodes)
     except GraphTooLarge as e:
         fail(str(e))
+    except GraphInterrupted as e:
+        _interrupted(f"{e}; no verdict")
+
+
+def _interrupted(covered: str):
+    """Ctrl-C: one line of what was covered, exit 130."""
+    click.echo(f"interrupted: {covered}")
+    raise click.exceptions.Exit(EXIT_INTERRUPTED)
 
 
 def _reductions(text: str):
@@ -67,12 +75,16 @@ def graph(out, force, reductions, max_nodes, paths_only, **knobs):
     model = Model(cfg)
     click.echo(f"hwcheck graph: {settings_line(cfg)}")
     g = None
-    for name, g in reduce_all(model, _explore(model, max_nodes), steps):
-        mark_violations(g)
-        dist, _ = shortest_violation(g)
-        unit = "steps" if name != "scc" else "component hops"
-        near = f"; nearest violation {dist} {unit} away" if dist is not None else ""
-        click.echo(f"  {name:<9} {counts(g)}{near}")
+    try:
+        for name, g in reduce_all(model, _explore(model, max_nodes), steps):
+            mark_violations(g)
+            dist, _ = shortest_violation(g)
+            unit = "steps" if name != "scc" else "component hops"
+            near = f"; nearest violation {dist} {unit} away" if dist is not None else ""
+            click.echo(f"  {name:<9} {counts(g)}{near}")
+    except KeyboardInterrupt:
+        built = f" ({counts(g)} after the last reduction)" if g is not None else ""
+        _interrupted(f"the state graph was explored{built}; reducing it was under way; nothing written")
     if paths_only:
         # up to the first violating state of each path: what happens after it is another story
         keep = [v for v, d in g.nodes(data=True) if d["on_path"]]
@@ -138,7 +150,10 @@ def run_liveness(fair, max_nodes, out, force, quiet, verbose=False, **knobs):
     click.echo(f"weakly fair: {', '.join(fair_set)} (any other step may never happen; stuttering allowed)")
     g = _explore(model, max_nodes)
     click.echo(f"state graph: {counts(g)}")
-    results = check_liveness(model, g, fair_set)
+    try:
+        results = check_liveness(model, g, fair_set)
+    except KeyboardInterrupt:
+        _interrupted(f"the state graph was built ({counts(g)}); the liveness check was under way; no verdict")
     broken = 0
     for name, lasso in results:
         if lasso is None:

@@ -356,3 +356,16 @@ def test_docstring_examples_run(name):
     import importlib
     result = doctest.testmod(importlib.import_module(name))
     assert result.attempted > 0 and result.failed == 0
+
+
+@pytest.mark.parametrize("command", [["graph", "--out", "g.dot"], ["verify", "--liveness"]])
+def test_ctrl_c_while_exploring_says_how_far_it_got(tmp_path, command):
+    """SIGINT to the process group while the graph grows: exit 130, one line, no traceback."""
+    from .test_interrupts import _ctrl_c, _no_traceback, _start
+    child = _start(*command, "--mode", "epoch", "--replicas", "3", cwd=tmp_path)
+    code, out, err = _ctrl_c(child, child.stdout, until=lambda line: line.startswith("hwcheck "), after=3.0)
+    _no_traceback(out, err)
+    assert code == 130, out + err
+    [line] = [x for x in out.splitlines() if x.startswith("interrupted:")]
+    assert "states of the state graph to depth" in line and "no verdict" in line
+    assert not (tmp_path / "g.dot").exists()

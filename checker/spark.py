@@ -2,7 +2,7 @@
 
 Every state has an owner partition, ``fingerprint(state) % partitions``. What crosses the JVM is
 never one state but a *chunk*: a blob of pickled states with numpy arrays beside it (their
-fingerprints, their parents' fingerprints, their invariant bits), as in :mod:`.bfs`.
+fingerprints, their parents' fingerprints), as in :mod:`.bfs`.
 
 The level RDD has exactly one element per partition, ``(visited, parents, frontier, stats)``:
 ``visited`` the sorted fingerprints (uint64) the partition owns, ``parents`` the parent
@@ -10,11 +10,12 @@ fingerprint of each (an initial state is its own parent), ``frontier`` the parti
 of the last level as chunks ``(blob, positions, fingerprints)``, ``stats`` the level's counts.
 One level is one Spark job of two stages:
 
-1. **expand** (map stage): each partition unpickles its frontier chunks and runs
+1. **expand** (map stage): each partition unpickles its frontier chunks (the states of the last
+   level, all new), checks the invariants on them (each state once, as in bfs) and runs
    ``model.successors``; the successors are fingerprinted, duplicates among them and those the
-   partition itself owns and has visited dropped (the smallest parent kept), the invariants
-   checked, and one chunk per owner partition pickled. The partition's visited arrays are sent
-   along, to the partition itself;
+   partition itself owns and has visited dropped (the smallest parent kept), and one chunk per
+   owner partition pickled. The partition's visited arrays are sent along, to the partition
+   itself, with the smallest violating fingerprint per broken invariant;
 2. **shuffle** the chunks to their owners (``partitionBy``: the only shuffle of a level);
 3. **merge** (result stage): partition *i* receives its own visited arrays and the chunks it
    owns; duplicates across chunks and visited fingerprints are dropped with numpy
@@ -28,8 +29,10 @@ stages, two Python tasks per partition; a lost executor's shuffle files are reco
 from the lineage, by the same deterministic functions.
 
 The driver receives per partition only the counts and, per broken invariant, the smallest
-violating fingerprint. On a violation it walks the parent fingerprints back (one small job
-reading one partition per step) and rebuilds the trace as :func:`.bfs._trace` does, asking the
+violating fingerprint of the previous level (whose states the expansion checked: a violation at
+depth *d* is known once job *d + 1* ran; the figures reported are those up to level *d*; the
+last level of a ``max_depth`` search is checked by a job of its own). On a violation it walks
+the parent fingerprints back (one small job reading one partition per step) and rebuilds the trace as :func:`.bfs._trace` does, asking the
 model which successor has the next fingerprint on the chain. Levels are complete: a violation
 found at depth *d* is reported after the whole level *d* has been explored, so
 ``distinct_states`` counts every state within distance *d*.
@@ -64,6 +67,7 @@ from .bfs import collision_probability, fingerprint, peak_rss_mb
 from .result import HOLDS, INTERRUPTED, VIOLATED, Result, Trace
 
 GROUP = 16384     # frontier states expanded per batch (a batch yields one chunk per owner)
+NO_FP = 1 << 64   # above every fingerprint
 
 
 class SparkEngineError(RuntimeError):
@@ -106,17 +110,28 @@ def _without_gc(gen):
     return run
 
 
+def _check(checks, state, fp: int, broken: Dict[int, int]) -> None:
+    """Note ``fp`` in ``broken`` (bit -> smallest violating fingerprint) for each invariant of
+    ``checks`` that ``state`` breaks."""
+    for bit, pred in checks:
+        if not pred(state) and fp < broken.get(bit, NO_FP):
+            broken[bit] = fp
+
+
 @_without_gc
 def expand(model, P: int, checks, index: int, elements) -> Iterator[Tuple[int, tuple]]:
-    """Stage 1: the successors of partition ``index``'s frontier as ``(owner, chunk)`` records, a
-    chunk being ``(blob, fps, parent_fps, violation_bits, generated)`` for one owner partition and
-    ``generated`` the successors (duplicates included) this batch produced for it. Successors this
-    partition owns and has visited are dropped here (the others are dropped by their owners).
-    ``checks`` is ``[(bit, predicate)]``, the invariants still to check."""
+    """Stage 1: check the invariants of ``checks`` (``[(bit, predicate)]``) on partition
+    ``index``'s frontier, the states of the last level, each of them new (every state is checked
+    once, as in bfs, not every candidate), and expand it. Yields ``(owner, chunk)`` records, a
+    chunk being ``(blob, fps, parent_fps, generated)`` for one owner partition and ``generated``
+    the successors (duplicates included) a batch produced for it; successors this partition owns
+    and has visited are dropped here (the others are dropped by their owners). Last, to itself,
+    ``(visited, parents, broken)``: its visited arrays and, per invariant bit, the smallest
+    fingerprint of a frontier state breaking it."""
     successors = model.successors
     Pu = np.uint64(P)
     for visited, vparents, frontier, _ in elements:
-        yield index, (visited, vparents)           # the partition's visited set, to itself
+        broken: Dict[int, int] = {}
         batches, size = [[]], 0
         for chunk in frontier:
             batches[-1].append(chunk)
@@ -127,20 +142,22 @@ def expand(model, P: int, checks, index: int, elements) -> Iterator[Tuple[int, t
         for batch in batches:
             if not batch:
                 continue
-            fps, states, counts, parents = [], [], [], []
+            fps, states, ends, parents = [], [], [], []
             for blob, keep, kfps in batch:
                 chunk = pickle.loads(blob)
                 for p, sfp in zip(keep.tolist(), kfps.tolist()):
-                    n = len(fps)
-                    for _, t in successors(chunk[p]):
+                    s = chunk[p]
+                    if checks:
+                        _check(checks, s, sfp, broken)
+                    for _, t in successors(s):
                         fps.append(hash(t))
                         states.append(t)
-                    counts.append(len(fps) - n)
+                    ends.append(len(fps))
                     parents.append(sfp)
             if not fps:
                 continue
             fp_arr = _u64(fps)
-            par_arr = np.repeat(np.array(parents, dtype=np.uint64), counts)
+            par_arr = np.repeat(np.array(parents, dtype=np.uint64), np.diff(np.array([0] + ends)))
             owners = (fp_arr % Pu).astype(np.int64)
             generated = np.bincount(owners, minlength=P)
             sel = _firsts(fp_arr, par_arr)
@@ -148,13 +165,6 @@ def expand(model, P: int, checks, index: int, elements) -> Iterator[Tuple[int, t
                 cand = fp_arr[sel]
                 at = np.minimum(np.searchsorted(visited, cand), len(visited) - 1)
                 sel = sel[(owners[sel] != index) | (visited[at] != cand)]
-            viol = np.zeros(len(sel), dtype=np.int64)
-            if checks:
-                for j, i in enumerate(sel.tolist()):
-                    t = states[i]
-                    for bit, pred in checks:
-                        if not pred(t):
-                            viol[j] |= 1 << bit
             sel_owner = owners[sel]
             by_owner = np.argsort(sel_owner, kind="stable")
             bounds = np.searchsorted(sel_owner[by_owner], np.arange(P + 1))
@@ -162,64 +172,73 @@ def expand(model, P: int, checks, index: int, elements) -> Iterator[Tuple[int, t
                 mine = by_owner[bounds[o]:bounds[o + 1]]
                 if not len(mine):
                     if generated[o]:       # all visited already: only the count travels
-                        yield o, (b"", fp_arr[:0], par_arr[:0], viol[:0], int(generated[o]))
+                        yield o, (b"", fp_arr[:0], par_arr[:0], int(generated[o]))
                     continue
                 idx = sel[mine]
                 blob = pickle.dumps([states[i] for i in idx.tolist()], pickle.HIGHEST_PROTOCOL)
-                yield o, (blob, fp_arr[idx], par_arr[idx], viol[mine], int(generated[o]))
+                yield o, (blob, fp_arr[idx], par_arr[idx], int(generated[o]))
+        yield index, (visited, vparents, broken)   # the partition's visited set, to itself
+
+
+def check_frontier(checks, elements) -> Iterator[Dict[int, int]]:
+    """Only the invariant checks of :func:`expand` on a partition's frontier (for the last level
+    of a ``max_depth`` search, which is not expanded)."""
+    for _, _, frontier, _ in elements:
+        broken: Dict[int, int] = {}
+        for blob, keep, kfps in frontier:
+            chunk = pickle.loads(blob)
+            for p, sfp in zip(keep.tolist(), kfps.tolist()):
+                _check(checks, chunk[p], sfp, broken)
+        yield broken
 
 
 @_without_gc
-def merge(nbits: int, records) -> Iterator[tuple]:
-    """Stage 2, partition-local, on what the partition received in the shuffle: its own visited
-    set ``(visited, parents)`` and the chunks of candidates. Drops the candidates seen before,
-    inserts the others into the sorted arrays, and keeps the chunks holding new states (with
-    the positions of those) as the next frontier. Yields exactly one
-    ``(visited', parents', frontier', (new, generated, {bit: smallest violating fp}))``."""
+def merge(records) -> Iterator[tuple]:
+    """Stage 2, partition-local, on what the partition received in the shuffle: its own
+    ``(visited, parents, broken)`` and the chunks of candidates. Drops the candidates seen
+    before, inserts the others into the sorted arrays, and keeps the chunks holding new states
+    (with the positions of those) as the next frontier. Yields exactly one
+    ``(visited', parents', frontier', (new, generated, broken))``, ``broken`` being about the
+    previous level's states (checked by the expansion)."""
     visited = vparents = None
+    broken: Dict[int, int] = {}
     chunks = []
     for _, value in records:
-        if len(value) == 2:
-            visited, vparents = value
+        if len(value) == 3:
+            visited, vparents, broken = value
         else:
             chunks.append(value)
     if visited is None:             # pragma: no cover - every partition sends its own each level
         raise RuntimeError("a partition received no visited set")
-    generated = sum(c[4] for c in chunks)
+    generated = sum(c[3] for c in chunks)
     chunks = [c for c in chunks if len(c[1])]
-    chunks.sort(key=lambda c: int(c[1][0]))     # the order the shuffle delivered them in is not fixed
+    chunks.sort(key=lambda c: (int(c[1][0]), int(c[2][0]), len(c[1])))   # the shuffle's order is not fixed
     if not chunks:
-        yield visited, vparents, [], (0, generated, {})
-    else:
-        fps = np.concatenate([c[1] for c in chunks])
-        pars = np.concatenate([c[2] for c in chunks])
-        viol = np.concatenate([c[3] for c in chunks])
-        src = np.repeat(np.arange(len(chunks)), [len(c[1]) for c in chunks])
-        pos = np.concatenate([np.arange(len(c[1]), dtype=np.uint32) for c in chunks])
-        sel = _firsts(fps, pars)                      # ascending fingerprints
-        cand = fps[sel]
-        at = np.searchsorted(visited, cand)
-        seen = np.zeros(len(cand), dtype=bool)
-        inside = at < len(visited)
-        seen[inside] = visited[at[inside]] == cand[inside]
-        new = sel[~seen]
-        if len(new):
-            visited = np.insert(visited, at[~seen], fps[new])
-            vparents = np.insert(vparents, at[~seen], pars[new])
-        broken = {}
-        for bit in range(nbits):
-            hit = new[(viol[new] >> bit) & 1 == 1]
-            if len(hit):
-                broken[bit] = int(fps[hit].min())
-        frontier = []
-        by_src = new[np.argsort(src[new], kind="stable")]
-        bounds = np.searchsorted(src[by_src], np.arange(len(chunks) + 1))
-        for k, chunk in enumerate(chunks):
-            mine = by_src[bounds[k]:bounds[k + 1]]
-            if len(mine):
-                mine = mine[np.argsort(pos[mine])]
-                frontier.append((chunk[0], pos[mine], fps[mine]))
-        yield visited, vparents, frontier, (len(new), generated, broken)
+        yield visited, vparents, [], (0, generated, broken)
+        return
+    fps = np.concatenate([c[1] for c in chunks])
+    pars = np.concatenate([c[2] for c in chunks])
+    src = np.repeat(np.arange(len(chunks)), [len(c[1]) for c in chunks])
+    pos = np.concatenate([np.arange(len(c[1]), dtype=np.uint32) for c in chunks])
+    sel = _firsts(fps, pars)                      # ascending fingerprints
+    cand = fps[sel]
+    at = np.searchsorted(visited, cand)
+    seen = np.zeros(len(cand), dtype=bool)
+    inside = at < len(visited)
+    seen[inside] = visited[at[inside]] == cand[inside]
+    new = sel[~seen]
+    if len(new):
+        visited = np.insert(visited, at[~seen], fps[new])
+        vparents = np.insert(vparents, at[~seen], pars[new])
+    frontier = []
+    by_src = new[np.argsort(src[new], kind="stable")]
+    bounds = np.searchsorted(src[by_src], np.arange(len(chunks) + 1))
+    for k, chunk in enumerate(chunks):
+        mine = by_src[bounds[k]:bounds[k + 1]]
+        if len(mine):
+            mine = mine[np.argsort(pos[mine])]
+            frontier.append((chunk[0], pos[mine], fps[mine]))
+    yield visited, vparents, frontier, (len(new), generated, broken)
 
 
 def parent_of(fp: int, elements) -> Iterator[int]:
@@ -523,7 +542,7 @@ def default_partitions(sc) -> int:
     return max(2, sc.defaultParallelism)
 
 
-def _initial(model, P: int, checks) -> Tuple[list, int]:
+def _initial(model, P: int) -> Tuple[list, int]:
     """What each partition receives at level 0, as a shuffle would deliver it: an empty visited
     set and one chunk of the initial states it owns (each its own parent); and their number."""
     inits = model.init_states()
@@ -531,11 +550,10 @@ def _initial(model, P: int, checks) -> Tuple[list, int]:
     records = []
     for p in range(P):
         mine = np.flatnonzero(fps % np.uint64(P) == p)
-        part = [(p, (np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.uint64)))]
+        part = [(p, (np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.uint64), {}))]
         if len(mine):
             states = [inits[i] for i in mine.tolist()]
-            viol = np.array([sum(1 << bit for bit, pred in checks if not pred(t)) for t in states], dtype=np.int64)
-            part.append((p, (pickle.dumps(states, pickle.HIGHEST_PROTOCOL), fps[mine], fps[mine], viol, 0)))
+            part.append((p, (pickle.dumps(states, pickle.HIGHEST_PROTOCOL), fps[mine], fps[mine], 0)))
         records.append(part)
     return records, len(inits)
 
@@ -547,18 +565,28 @@ def _search(sc, model, P: int, max_depth, all_invariants, progress, only, ctrl_c
     found: Dict[str, Trace] = {}
     distinct = generated = depth = 0
     verdict, complete, interrupted = HOLDS, True, False
-    nbits = len(order)
 
     def checks():
         return [(b, preds[name]) for b, name in enumerate(order) if name not in found]
 
-    # A level is the merge of what its partitions received; it is never cached: the next level
+    def note(broken: Dict[int, int], level) -> bool:
+        """Rebuild a trace for each invariant newly broken at the level just checked; whether
+        the search stops there."""
+        for b, name in enumerate(order):
+            if b in broken and name not in found:
+                found[name] = _trace(sc, model, level, P, broken[b], name, ctrl_c)
+                if not all_invariants:
+                    return True
+        return bool(found) and len(found) == len(order)
+
+    # Job d: expand level d-1 (checking its states' invariants first), shuffle, merge level d.
+    # A level is the merge of what its partitions received; it is never cached: the next job
     # recomputes it (numpy, cheap) from the shuffle files in the same task as the expansion, so
     # each level is one job of two stages and two Python tasks per partition. Spark keeps the
     # shuffle files while the lineage refers to them and recomputes lost ones from it.
-    records, n_init = _initial(model, P, checks())
+    records, n_init = _initial(model, P)
     received = sc.parallelize(records, P).flatMap(lambda part: part)
-    level = received.mapPartitions(lambda it: merge(nbits, it))
+    level = received.mapPartitions(merge)
     try:
         d = 0
         while True:
@@ -568,30 +596,25 @@ def _search(sc, model, P: int, max_depth, all_invariants, progress, only, ctrl_c
                 ch = checks()
                 received = (level.mapPartitionsWithIndex(lambda i, it, ch=ch: expand(model, P, ch, i, it))
                             .partitionBy(P, owner))
-                level = received.mapPartitions(lambda it: merge(nbits, it))
+                level = received.mapPartitions(merge)
             stats = _action(sc, level.map(lambda x: x[3]).collect, ctrl_c)
             new = sum(s[0] for s in stats)
+            if d > 0 and note(_smallest(s[2] for s in stats), level):
+                break                   # level d-1 broke an invariant: the figures stay those up to d-1
             distinct += new
             generated += n_init if d == 0 else sum(s[1] for s in stats)
             if new and d > 0:
                 depth = d
-            broken: Dict[int, int] = {}
-            for s in stats:
-                for bit, fp in s[2].items():
-                    broken[bit] = min(fp, broken.get(bit, fp))
-            for b, name in enumerate(order):
-                if b in broken and name not in found:
-                    found[name] = _trace(sc, model, level, P, broken[b], name, ctrl_c)
-                    if not all_invariants:
-                        break
             if progress is not None:
                 progress({"depth": d, "distinct": distinct, "queue": new, "generated": generated,
                           "elapsed": time.monotonic() - start})
-            if found and (not all_invariants or len(found) == len(order)):
-                break
             if new == 0:
                 break
             if max_depth is not None and d >= max_depth:
+                # the last level is checked, not expanded
+                ch = checks()
+                broken = _action(sc, level.mapPartitions(lambda it, ch=ch: check_frontier(ch, it)).collect, ctrl_c)
+                note(_smallest(broken), level)
                 complete = False
                 break
             d += 1
@@ -607,6 +630,15 @@ def _search(sc, model, P: int, max_depth, all_invariants, progress, only, ctrl_c
         collision_probability=collision_probability(distinct),
         reason="interrupted" if interrupted else "",
     )
+
+
+def _smallest(brokens) -> Dict[int, int]:
+    """Per invariant bit, the smallest violating fingerprint over the partitions."""
+    out: Dict[int, int] = {}
+    for broken in brokens:
+        for bit, fp in broken.items():
+            out[bit] = min(fp, out.get(bit, fp))
+    return out
 
 
 def _trace(sc, model, level, P: int, fp: int, invariant: str, ctrl_c: Optional[CtrlC] = None) -> Trace:

@@ -7,11 +7,14 @@ from __future__ import annotations
 import functools
 import json
 import time
+from typing import List
 
 import click
 
+from hwcheck.checker.bfs import bfs
 from hwcheck.checker.bmc import NOT_INDUCTIVE, EncodingError, bmc, prove as k_induction
-from hwcheck.checker.result import INTERRUPTED, VIOLATED
+from hwcheck.checker.houdini import FAMILIES, discover
+from hwcheck.checker.result import HOLDS, INTERRUPTED, VIOLATED, Trace
 from hwcheck.checker.symbolic import check_covered
 from hwcheck.checker.trace import to_itf
 from hwcheck.spec import ConfigError, Model
@@ -118,8 +121,14 @@ def _z3_config_errors(fn):
 @click.option("--k", "k", type=click.IntRange(min=1), default=1, show_default=True, help="induction depth")
 @click.option("--aux/--no-aux", default=True, show_default=True,
               help="strengthen with the auxiliary invariants of spec/auxiliary.py")
+@click.option("--discover", is_flag=True,
+              help="find strengthening lemmas (Houdini): template instances true in every state bfs "
+                   "reaches, pruned by z3 to an inductive set (k=1; docs/proofs.md)")
+@click.option("--reach-limit", type=click.IntRange(min=1), default=50_000, show_default=True,
+              help="--discover: the reachable states the candidates are checked on (breadth first, "
+                   "whole levels)")
 @_z3_config_errors
-def prove(names, k, aux, **knobs):
+def prove(names, k, aux, discover, reach_limit, **knobs):
     """k-induction with z3: 'holds at every depth', or 'not k-inductive' with the counterexample
     to induction. Exit 0 proved, 1 violated from the initial state, 3 not k-inductive."""
     model = Model(make_config(**knobs))
@@ -128,6 +137,10 @@ def prove(names, k, aux, **knobs):
     if unknown:
         fail(f"unknown invariant {unknown[0]!r}; choose from {', '.join(known)}")
     _covered(model)
+    if discover:
+        if k != 1:
+            fail("--discover proves by 1-induction: leave --k at 1")
+        _prove_discovering(model, list(dict.fromkeys(names)), aux, reach_limit)
     click.echo(f"hwcheck prove: {settings_line(model.cfg)}")
     auxiliary = AUXILIARY if aux else ()
     click.echo(f"property: {' and '.join(list(names) + [n for n, _ in auxiliary] + ['EncodingBounds'])}; k={k}")
@@ -162,3 +175,68 @@ def prove(names, k, aux, **knobs):
     click.echo(f"verdict: holds at every depth (base and inductive step unsat; "
                f"{proof.base_seconds + proof.step_seconds:.1f} s)")
     raise click.exceptions.Exit(EXIT_HOLDS)
+
+
+def _lemma_lines(lemmas) -> List[str]:
+    by_family: dict = {}
+    for lem in lemmas:
+        by_family.setdefault(lem.family, []).append(lem.name)
+    lines = []
+    for family, found in by_family.items():
+        lines.append(f"  {family} ({len(found)}): {FAMILIES[family]}")
+        lines += [f"    {name}" for name in found]
+    return lines
+
+
+def _prove_discovering(model, names, aux: bool, limit: int) -> None:
+    """``prove --discover``: Houdini (checker/houdini.py), then the verdict, the lemmas used or the
+    counterexample to induction with the template families that would exclude it."""
+    click.echo(f"hwcheck prove: {settings_line(model.cfg)}")
+    click.echo(f"property: {' and '.join(names + ['EncodingBounds'])}; 1-induction strengthened by "
+               f"discovered lemmas ({len(FAMILIES) - 1} template families{' and spec/auxiliary.py' if aux else ''})")
+    chosen = [f for f in FAMILIES if aux or f != "hand-written"]
+    started = time.monotonic()
+    d = discover(model, names, limit=limit, families=chosen, progress=click.echo)
+    elapsed = time.monotonic() - started
+    if d.verdict == INTERRUPTED:
+        click.echo(f"interrupted: during {d.interrupted_in or 'the setup'} after {elapsed:.1f} s; no verdict (k=1)")
+        raise click.exceptions.Exit(EXIT_INTERRUPTED)
+    if d.verdict == VIOLATED:
+        state, broken = d.violated_in
+        click.echo(f"verdict: violated: {', '.join(broken)} breaks in a state bfs reached "
+                   f"(among the first {d.reachable_states}); the shortest trace, by bfs:")
+        result = bfs(model, only=broken)
+        trace = result.violations[0]
+        click.echo(trace_table(model, trace, [trace.invariant]))
+        click.echo(f"figures: bfs {result.distinct_states:,} states, {trace.steps} steps ({elapsed:.1f} s in all)")
+        raise click.exceptions.Exit(EXIT_VIOLATION)
+    rejected = len(d.rejected)
+    click.echo(f"lemmas: {d.generated} candidates, {rejected} false in a reachable state, {len(d.dropped)} "
+               f"not inductive (z3, {d.rounds} rounds), {len(d.survivors)} inductive")
+    if d.verdict == HOLDS:
+        click.echo(f"verdict: holds at every depth: the property and {len(d.survivors)} lemmas hold in the "
+                   f"initial state and are 1-inductive together ({elapsed:.1f} s: prefilter "
+                   f"{d.seconds.get('prefilter', 0):.1f} s, z3 {d.seconds.get('z3', 0):.1f} s)")
+        click.echo("lemmas used:")
+        click.echo("\n".join(_lemma_lines(d.survivors)))
+        raise click.exceptions.Exit(EXIT_HOLDS)
+    cti = d.cti
+    click.echo(f"verdict: not k-inductive (k=1): {', '.join(cti.broken)} breaks one step after a state that "
+               f"satisfies every conjunct assumed at the time; the states need not be reachable")
+    click.echo("counterexample to induction:")
+    click.echo(trace_table(model, Trace([cti.before, cti.after], [cti.label]), cti.broken))
+    for i, s in enumerate((cti.before, cti.after)):
+        click.echo(f"  state {i}{'' if i == 0 else ' after ' + model.format_label(cti.label)}:")
+        click.echo(state_lines(model, s))
+    if cti.excluded_by:
+        click.echo("template families with lemmas that exclude state 0 (true in every state bfs reached, "
+                   "dropped by z3 as not inductive: strengthen them):")
+        for family, found in cti.excluded_by.items():
+            shown = ", ".join(found[:4]) + (f" and {len(found) - 4} more" if len(found) > 4 else "")
+            click.echo(f"  {family}: {shown}")
+    else:
+        click.echo("no template family excludes state 0: a hand-written lemma (spec/auxiliary.py) is needed")
+    if d.survivors:
+        click.echo(f"inductive lemmas found ({len(d.survivors)}):")
+        click.echo("\n".join(_lemma_lines(d.survivors)))
+    raise click.exceptions.Exit(EXIT_NOT_INDUCTIVE)

@@ -1,0 +1,604 @@
+"""Lemma discovery for ``hwcheck prove`` (Houdini): candidate lemmas from templates over the state
+layout of checker/symbolic.py, kept when true in every state bfs reaches, then pruned by z3 to the
+largest subset that is inductive together with the property.
+
+1. ``candidates(enc)``: instances of the template families (``FAMILIES``) for every replica, pair
+   of replicas, FetchResponse slot and offset of the layout, plus the hand-written lemmas of
+   spec/auxiliary.py (family ``hand-written``). Each candidate is written once over the encoding's
+   term algebra, so the same function is evaluated on concrete states and encoded for z3.
+2. ``prefilter``: every candidate is evaluated on reachable states (all of them when the space is
+   small enough, else the first ``limit`` in breadth-first order: whole levels); one false
+   reachable state rejects it before z3 sees it, with that state as the witness.
+3. ``houdini``: one query ``wf(s) and A(s) and T(s, s') and not A(s')`` over the set ``A`` (the
+   survivors, the property's invariants and EncodingBounds); each model drops every member of
+   ``A`` false in ``s'``, until the query is unsat. Then ``A`` holds in the initial state (checked
+   concretely) and is 1-inductive: every member holds in every reachable state, whatever the
+   prefilter saw. The property is proved when its invariants are still in ``A``.
+
+The prefilter only saves z3 work: soundness rests on the final unsat query alone.
+
+>>> from hwcheck.spec import Config, Model
+>>> from hwcheck.checker.symbolic import CONCRETE, Encoding
+>>> enc = Encoding(Model(Config(mode="kip380", records=1)), CONCRETE)
+>>> lemmas = candidates(enc)
+>>> sorted({lem.family for lem in lemmas}) == sorted(FAMILIES)
+True
+"""
+
+from __future__ import annotations
+
+import ctypes
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
+
+import z3
+
+from hwcheck.spec.auxiliary import AUXILIARY
+
+from .bmc import BOUNDS, _CTRL_C, Interrupted, Unrolling, _check, _is_ctrl_c, _solver, symbolic_encoding
+from .result import HOLDS, INTERRUPTED, VIOLATED
+from .symbolic import CONCRETE, FETCH, FETCH_RESPONSE, FETCHING, FOLLOWER, LEADER, NO_MSG, NONE, UNDEF, Encoding, Z3
+
+NOT_INDUCTIVE = "not k-inductive"
+
+# template family -> what its lemmas say (one line each); docs/proofs.md lists them
+FAMILIES: Dict[str, str] = {
+    "record-offset": "a record sits at one offset in every log and FetchResponse, and only once produced",
+    "record-epoch": "two copies of a record (logs, FetchResponses) carry the same epoch",
+    "log-matching": "the same (record, epoch) at an offset in two logs (or a log and a FetchResponse) "
+                    "implies the same prefix",
+    "epoch-order": "epochs never decrease along a log or a FetchResponse",
+    "epoch-bound": "no entry is above its holder's leader epoch (by role)",
+    "cache-faithful": "the epoch cache indexes the log faithfully (starts within the log, each entry "
+                      "covers its offsets, the latest cached epoch against the log and the leader epoch)",
+    "fetch-slice": "a FetchResponse in flight is a slice of its sender's log unless the sender left "
+                   "its office (guards: none, sender a leader, sender at the follower's epoch)",
+    "prefix-agreement": "below a replica's HW its log agrees with a leader's (or an ISR member's) log",
+    "history": "acknowledged and exposed records are held by ISR members, leaders and below the "
+               "exposed length",
+    "scalar-order": "orderings between offsets and epochs (HW, LEO, leader epochs, controller "
+                    "epoch, produced, exposed length)",
+    "implication": "implications between the boolean facts of one replica (alive, role, controller "
+                   "leader / ISR / live, at the controller's epoch, fetching, a message in flight)",
+    "hand-written": "spec/auxiliary.py",
+}
+
+
+class Lemma(NamedTuple):
+    name: str
+    family: str
+    term: Callable[[Encoding, object], object]    # (encoding, symbolic or concrete state) -> bool term
+
+
+# ---------------------------------------------------------------- templates
+
+def _imp(o, a, b):
+    return o.Or(o.Not(a), b)
+
+
+def _sources(enc: Encoding, s):
+    """Every sequence of (record, epoch) slots: the replicas' logs and the FetchResponses in flight,
+    as (name, present(j), slots, holder replica or None, sender or None)."""
+    o = enc.o
+    out = []
+    for r, rep in enumerate(s.reps):
+        out.append((f"log(r{r})", (lambda j, rep=rep: j < rep.leo), rep.log))
+    for f, m in enumerate(s.msgs):
+        out.append((f"resp(r{f})", (lambda j, m=m: o.And(m.kind == FETCH_RESPONSE, m.start <= j, j < m.b)), m.recs))
+    return out
+
+
+def _source_names(n: int) -> List[str]:
+    return [f"log(r{r})" for r in range(n)] + [f"resp(r{f})" for f in range(n)]
+
+
+def _src(enc, s, i):
+    return _sources(enc, s)[i]
+
+
+def _in_office(o, s, r):
+    rep = s.reps[r]
+    return o.And(rep.alive, rep.role == LEADER, s.ctl.leader == r, rep.lepoch == s.ctl.epoch)
+
+
+def _record_templates(n: int, L: int) -> List[Lemma]:
+    out = []
+    names = _source_names(n)
+    k = len(names)
+    for x in range(k):
+        def below_produced(enc, s, x=x):
+            o = enc.o
+            _, present, slots = _src(enc, s, x)
+            return o.And(*[_imp(o, present(j), slots[j][0] < s.hist.produced) for j in range(L)])
+        out.append(Lemma(f"RecordProduced[{names[x]}]", "record-offset", below_produced))
+        for y in range(x, k):
+            def one_offset(enc, s, x=x, y=y):
+                o = enc.o
+                _, px, sx = _src(enc, s, x)
+                _, py, sy = _src(enc, s, y)
+                return o.And(*[_imp(o, o.And(px(i), py(j)), sx[i][0] != sy[j][0])
+                               for i in range(L) for j in range(L) if i != j])
+            out.append(Lemma(f"RecordOneOffset[{names[x]},{names[y]}]", "record-offset", one_offset))
+            if x == y:
+                continue
+
+            def one_epoch(enc, s, x=x, y=y):
+                o = enc.o
+                _, px, sx = _src(enc, s, x)
+                _, py, sy = _src(enc, s, y)
+                return o.And(*[_imp(o, o.And(px(j), py(j), sx[j][0] == sy[j][0]), sx[j][1] == sy[j][1])
+                               for j in range(L)])
+            out.append(Lemma(f"RecordOneEpoch[{names[x]},{names[y]}]", "record-epoch", one_epoch))
+            for j in range(1, L):
+                def matching(enc, s, x=x, y=y, j=j):
+                    o = enc.o
+                    _, px, sx = _src(enc, s, x)
+                    _, py, sy = _src(enc, s, y)
+                    same = o.And(px(j), py(j), sx[j][0] == sy[j][0], sx[j][1] == sy[j][1])
+                    prefix = [_imp(o, o.And(px(i), py(i)), o.And(sx[i][0] == sy[i][0], sx[i][1] == sy[i][1]))
+                              for i in range(j)]
+                    return _imp(o, same, o.And(*prefix))
+                out.append(Lemma(f"LogMatching[{names[x]},{names[y]}@{j}]", "log-matching", matching))
+    for x in range(k):
+        def order(enc, s, x=x):
+            o = enc.o
+            _, p, sl = _src(enc, s, x)
+            return o.And(*[_imp(o, o.And(p(j), p(j + 1)), sl[j][1] <= sl[j + 1][1]) for j in range(L - 1)])
+        out.append(Lemma(f"EpochOrder[{names[x]}]", "epoch-order", order))
+    return out
+
+
+ROLE_GUARDS = {
+    "leader": lambda o, s, r: s.reps[r].role == LEADER,
+    "follower": lambda o, s, r: s.reps[r].role == FOLLOWER,
+    "in-office": _in_office,
+}
+
+
+def _epoch_templates(n: int, L: int, C: int, cached: bool) -> List[Lemma]:
+    out = []
+    for r in range(n):
+        for g, guard in ROLE_GUARDS.items():
+            def bound(enc, s, r=r, guard=guard):
+                o, rep = enc.o, s.reps[r]
+                return _imp(o, guard(o, s, r), o.And(*[_imp(o, j < rep.leo, rep.log[j][1] <= rep.lepoch)
+                                                       for j in range(L)]))
+            out.append(Lemma(f"EpochBound[r{r},{g}]", "epoch-bound", bound))
+        for l in range(n):
+            if l == r:
+                continue
+
+            def resp_bound(enc, s, f=r, l=l):
+                o, m, rep = enc.o, s.msgs[f], s.reps[l]
+                sent = o.And(m.kind == FETCH_RESPONSE, m.peer == l, rep.role == LEADER)
+                return _imp(o, sent, o.And(*[_imp(o, o.And(m.start <= j, j < m.b), m.recs[j][1] <= rep.lepoch)
+                                             for j in range(L)]))
+            out.append(Lemma(f"EpochBound[resp(r{r}) from leader r{l}]", "epoch-bound", resp_bound))
+        if not cached:
+            continue
+
+        def starts_in_log(enc, s, r=r):
+            o, rep = enc.o, s.reps[r]
+            return o.And(*[_imp(o, k < rep.clen, rep.cache[k][1] <= rep.leo) for k in range(C)])
+        out.append(Lemma(f"CacheStartsInLog[r{r}]", "cache-faithful", starts_in_log))
+
+        def covers(enc, s, r=r):
+            o, rep = enc.o, s.reps[r]
+            cs = []
+            for k in range(C):
+                for j in range(L):
+                    nxt_start = rep.cache[k + 1][1] if k + 1 < C else L + 1
+                    inside = o.And(k < rep.clen, rep.cache[k][1] <= j, o.Or(k + 1 >= rep.clen, j < nxt_start), j < rep.leo)
+                    cs.append(_imp(o, inside, rep.log[j][1] == rep.cache[k][0]))
+            return o.And(*cs)
+        out.append(Lemma(f"CacheCovers[r{r}]", "cache-faithful", covers))
+
+        def first_zero(enc, s, r=r):
+            o, rep = enc.o, s.reps[r]
+            return _imp(o, rep.leo > 0, o.And(rep.clen > 0, rep.cache[0][1] == 0))
+        out.append(Lemma(f"CacheFromZero[r{r}]", "cache-faithful", first_zero))
+
+        def every_epoch_cached(enc, s, r=r):
+            o, rep = enc.o, s.reps[r]
+            return o.And(*[_imp(o, j < rep.leo, o.Or(*[o.And(k < rep.clen, rep.cache[k][0] == rep.log[j][1],
+                                                             rep.cache[k][1] <= j) for k in range(C)]))
+                           for j in range(L)])
+        out.append(Lemma(f"CacheHasEveryEpoch[r{r}]", "cache-faithful", every_epoch_cached))
+
+        def latest_vs_log(enc, s, r=r):
+            o, rep = enc.o, s.reps[r]
+            latest = enc.latest_epoch(rep)
+            return o.And(*[_imp(o, j < rep.leo, rep.log[j][1] <= latest) for j in range(L)])
+        out.append(Lemma(f"CacheLatestAboveLog[r{r}]", "cache-faithful", latest_vs_log))
+        for g, guard in ROLE_GUARDS.items():
+            def latest_le(enc, s, r=r, guard=guard):
+                o, rep = enc.o, s.reps[r]
+                return _imp(o, guard(o, s, r), enc.latest_epoch(rep) <= rep.lepoch)
+            out.append(Lemma(f"CacheLatestBelowEpoch[r{r},{g}]", "cache-faithful", latest_le))
+
+            def latest_eq(enc, s, r=r, guard=guard):
+                o, rep = enc.o, s.reps[r]
+                return _imp(o, guard(o, s, r), enc.latest_epoch(rep) == rep.lepoch)
+            out.append(Lemma(f"CacheLatestIsEpoch[r{r},{g}]", "cache-faithful", latest_eq))
+    return out
+
+
+def _fetch_templates(n: int, L: int) -> List[Lemma]:
+    guards = {
+        "always": lambda o, s, l, f: True,
+        "sender leads": lambda o, s, l, f: o.And(s.reps[l].alive, s.reps[l].role == LEADER),
+        "sender at the follower's epoch": lambda o, s, l, f: o.And(s.reps[l].alive, s.reps[l].role == LEADER,
+                                                                 s.reps[l].lepoch == s.reps[f].lepoch),
+    }
+    out = []
+    for f in range(n):
+        for l in range(n):
+            if l == f:
+                continue
+            for g, guard in guards.items():
+                def slice_(enc, s, f=f, l=l, guard=guard):
+                    o, m, rep = enc.o, s.msgs[f], s.reps[l]
+                    sent = o.And(m.kind == FETCH_RESPONSE, m.peer == l, guard(o, s, l, f))
+                    body = o.And(m.b <= rep.leo, *[_imp(o, o.And(m.start <= j, j < m.b),
+                                                       o.And(m.recs[j][0] == rep.log[j][0],
+                                                             m.recs[j][1] == rep.log[j][1])) for j in range(L)])
+                    return _imp(o, sent, body)
+                out.append(Lemma(f"FetchSlice[resp(r{f}) of r{l},{g}]", "fetch-slice", slice_))
+
+                def hw_le(enc, s, f=f, l=l, guard=guard):
+                    o, m, rep = enc.o, s.msgs[f], s.reps[l]
+                    sent = o.And(m.kind == FETCH_RESPONSE, m.peer == l, guard(o, s, l, f))
+                    return _imp(o, sent, o.And(m.a <= rep.hw, m.a <= m.b))
+                out.append(Lemma(f"FetchHwBelowSender[resp(r{f}) of r{l},{g}]", "fetch-slice", hw_le))
+
+                def fetch_epoch(enc, s, f=f, l=l, guard=guard):
+                    o, m, rep = enc.o, s.msgs[f], s.reps[l]
+                    asked = o.And(m.kind == FETCH, m.peer == l, guard(o, s, l, f))
+                    return _imp(o, asked, o.And(m.a == s.reps[f].lepoch, m.b <= rep.leo))
+                out.append(Lemma(f"FetchWithinSender[fetch(r{f}) to r{l},{g}]", "fetch-slice", fetch_epoch))
+    return out
+
+
+def _agreement(o, a_rep, b_rep, upto, L):
+    return o.And(*[_imp(o, j < upto, o.And(j < b_rep.leo, a_rep.log[j][0] == b_rep.log[j][0],
+                                           a_rep.log[j][1] == b_rep.log[j][1])) for j in range(L)])
+
+
+def _agreement_templates(n: int, L: int) -> List[Lemma]:
+    guards = {
+        "b in office": lambda o, s, b: _in_office(o, s, b),
+        "b leads": lambda o, s, b: o.And(s.reps[b].alive, s.reps[b].role == LEADER),
+        "b named by the controller": lambda o, s, b: s.ctl.leader == b,
+        "b in the controller's ISR": lambda o, s, b: s.ctl.isr[b],
+    }
+    out = []
+    for a in range(n):
+        for b in range(n):
+            if a == b:
+                continue
+            for g, guard in guards.items():
+                def below_hw(enc, s, a=a, b=b, guard=guard):
+                    o = enc.o
+                    return _imp(o, guard(o, s, b), _agreement(o, s.reps[a], s.reps[b], s.reps[a].hw, L))
+                out.append(Lemma(f"PrefixAgrees[r{a} below its HW, r{b}; {g}]", "prefix-agreement", below_hw))
+
+            for g, view in (("leader's ISR", lambda s, b, a: s.reps[b].isr[a]),
+                            ("controller's ISR", lambda s, b, a: s.ctl.isr[a])):
+                def isr_holds(enc, s, a=a, b=b, view=view):
+                    o, lb = enc.o, s.reps[b]
+                    return _imp(o, o.And(lb.alive, lb.role == LEADER, view(s, b, a)),
+                                _agreement(o, lb, s.reps[a], lb.hw, L))
+                out.append(Lemma(f"IsrHoldsLeaderHw[r{a} in r{b}'s {g}]", "prefix-agreement", isr_holds))
+
+                def remote_le(enc, s, a=a, b=b, view=view):
+                    o, lb = enc.o, s.reps[b]
+                    return _imp(o, o.And(lb.alive, lb.role == LEADER, view(s, b, a)),
+                                o.And(lb.remote[a] <= s.reps[a].leo,
+                                      _agreement(o, lb, s.reps[a], lb.remote[a], L)))
+                out.append(Lemma(f"RemoteLeoHeld[r{a} in r{b}'s {g}]", "prefix-agreement", remote_le))
+    return out
+
+
+def _history_templates(n: int, L: int) -> List[Lemma]:
+    guards = {
+        "controller's ISR": lambda o, s, r: s.ctl.isr[r],
+        "live ISR": lambda o, s, r: o.And(s.ctl.isr[r], s.ctl.live[r]),
+        "leader": lambda o, s, r: o.And(s.reps[r].alive, s.reps[r].role == LEADER),
+        "any": lambda o, s, r: True,
+    }
+    out = []
+    for r in range(n):
+        for g, guard in guards.items():
+            def acked_held(enc, s, r=r, guard=guard):
+                o, rep = enc.o, s.reps[r]
+                return _imp(o, guard(o, s, r), o.And(*[
+                    _imp(o, off != UNDEF, o.And(off < rep.leo, o.select([e[0] for e in rep.log], off) == rec))
+                    for rec, off in enumerate(s.hist.acked)]))
+            out.append(Lemma(f"AckedHeld[r{r},{g}]", "history", acked_held))
+
+            def exposed_held(enc, s, r=r, guard=guard):
+                o, rep, h = enc.o, s.reps[r], s.hist
+                return _imp(o, guard(o, s, r), o.And(*[_imp(o, j < h.xlen, o.And(j < rep.leo, rep.log[j][0] == h.exposed[j]))
+                                                       for j in range(L)]))
+            out.append(Lemma(f"ExposedHeld[r{r},{g}]", "history", exposed_held))
+
+            def exposed_below_hw(enc, s, r=r, guard=guard):
+                o, rep, h = enc.o, s.reps[r], s.hist
+                return _imp(o, guard(o, s, r), o.And(*[_imp(o, o.And(j < h.xlen, j < rep.hw), rep.log[j][0] == h.exposed[j])
+                                                       for j in range(L)]))
+            out.append(Lemma(f"ExposedBelowHw[r{r},{g}]", "history", exposed_below_hw))
+
+    def acked_exposed(enc, s):
+        o, h = enc.o, s.hist
+        return o.And(*[_imp(o, off != UNDEF, o.And(off < h.xlen, o.select(list(h.exposed), off) == rec))
+                       for rec, off in enumerate(h.acked)])
+    out.append(Lemma("AckedExposed", "history", acked_exposed))
+    return out
+
+
+def _scalar_templates(n: int) -> List[Lemma]:
+    terms: List[Tuple[str, Callable]] = []
+    for r in range(n):
+        terms += [(f"leo(r{r})", lambda s, r=r: s.reps[r].leo), (f"hw(r{r})", lambda s, r=r: s.reps[r].hw),
+                  (f"epoch(r{r})", lambda s, r=r: s.reps[r].lepoch)]
+    terms += [("ctl.epoch", lambda s: s.ctl.epoch), ("produced", lambda s: s.hist.produced),
+              ("exposed", lambda s: s.hist.xlen)]
+    out = []
+    for x, tx in terms:
+        for y, ty in terms:
+            if x == y or (x.startswith("epoch") or x == "ctl.epoch") != (y.startswith("epoch") or y == "ctl.epoch"):
+                continue          # offsets with offsets, epochs with epochs
+            out.append(Lemma(f"{x} <= {y}", "scalar-order", lambda enc, s, tx=tx, ty=ty: tx(s) <= ty(s)))
+    for a in range(n):
+        for b in range(n):
+            if a == b:
+                continue
+            for x, fa, fb in (("hw", lambda s, a: s.reps[a].hw, lambda s, b: s.reps[b].hw),
+                              ("hw/leo", lambda s, a: s.reps[a].hw, lambda s, b: s.reps[b].leo),
+                              ("epoch", lambda s, a: s.reps[a].lepoch, lambda s, b: s.reps[b].lepoch)):
+                def led(enc, s, a=a, b=b, fa=fa, fb=fb):
+                    o = enc.o
+                    return _imp(o, o.And(s.reps[b].alive, s.reps[b].role == LEADER, s.reps[a].role == FOLLOWER,
+                                         s.reps[a].leader == b, s.reps[a].lepoch == s.reps[b].lepoch), fa(s, a) <= fb(s, b))
+                out.append(Lemma(f"{x}(r{a}) <= {x}(r{b}) [r{a} follows leader r{b} at its epoch]", "scalar-order", led))
+    return out
+
+
+ATOM_NAMES = ("alive", "leader", "follower", "no role", "named by the controller", "in the ISR", "live",
+              "at the controller's epoch", "fetching", "a message in flight", "a stale fetch", "in its own ISR view")
+
+
+def _atoms(o, s, r):
+    rep, c, m = s.reps[r], s.ctl, s.msgs[r]
+    return [("alive", rep.alive), ("leader", rep.role == LEADER), ("follower", rep.role == FOLLOWER),
+            ("no role", rep.role == NONE), ("named by the controller", c.leader == r), ("in the ISR", c.isr[r]),
+            ("live", c.live[r]), ("at the controller's epoch", rep.lepoch == c.epoch),
+            ("fetching", rep.truncating == FETCHING), ("a message in flight", m.kind != NO_MSG),
+            ("a stale fetch", s.stale[r].kind != NO_MSG), ("in its own ISR view", rep.isr[r])]
+
+
+def _implication_templates(n: int) -> List[Lemma]:
+    out = []
+    names = ATOM_NAMES
+    k = len(names)
+    for r in range(n):
+        for i in range(k):
+            for j in range(k):
+                if i == j:
+                    continue
+                for neg in (False, True):
+                    def imp(enc, s, r=r, i=i, j=j, neg=neg):
+                        o = enc.o
+                        atoms = _atoms(o, s, r)
+                        b = atoms[j][1]
+                        return _imp(o, atoms[i][1], o.Not(b) if neg else b)
+                    out.append(Lemma(f"r{r}: {names[i]} -> {'not ' if neg else ''}{names[j]}", "implication", imp))
+    for a in range(n):
+        for b in range(a + 1, n):
+            def one_leader(enc, s, a=a, b=b):
+                o, ra, rb = enc.o, s.reps[a], s.reps[b]
+                return o.Not(o.And(ra.role == LEADER, rb.role == LEADER, ra.lepoch == rb.lepoch))
+            out.append(Lemma(f"leaders r{a}, r{b} hold different epochs", "implication", one_leader))
+    return out
+
+
+def hand_written() -> List[Lemma]:
+    """spec/auxiliary.py's lemmas, as candidates (their encodings are in symbolic.INVARIANT_ENCODINGS)."""
+    return [Lemma(name, "hand-written", lambda enc, s, name=name: enc.invariant(name, s)) for name, _ in AUXILIARY]
+
+
+def candidates(enc: Encoding, families: Optional[Sequence[str]] = None) -> List[Lemma]:
+    """Every template instance for the layout of ``enc`` (optionally only some families), then the
+    hand-written lemmas; names are unique."""
+    n, L, C = enc.n, enc.L, enc.C
+    out = (_record_templates(n, L) + _epoch_templates(n, L, C, enc.assign_rule is not None) + _fetch_templates(n, L)
+           + _agreement_templates(n, L) + _history_templates(n, L) + _scalar_templates(n) + _implication_templates(n)
+           + hand_written())
+    if families is not None:
+        out = [lem for lem in out if lem.family in families]
+    assert len({lem.name for lem in out}) == len(out)
+    return out
+
+
+# ---------------------------------------------------------------- the bfs prefilter
+
+def reachable(model, limit: Optional[int] = None) -> Tuple[list, bool]:
+    """Reachable states breadth first (whole levels), and whether that is all of them."""
+    seen = set(model.init_states())
+    frontier, out = list(seen), list(seen)
+    while frontier:
+        if limit is not None and len(out) >= limit:
+            return out, False
+        nxt = []
+        for s in frontier:
+            _CTRL_C.poll()
+            for _, t in model.successors(s):
+                if t not in seen:
+                    seen.add(t)
+                    nxt.append(t)
+                    out.append(t)
+        frontier = nxt
+    return out, True
+
+
+def prefilter(cenc: Encoding, lemmas: Sequence[Lemma], states: Sequence) -> Tuple[List[Lemma], Dict[str, object]]:
+    """(the lemmas true in every state, {name: a state where it is false} for the others)."""
+    alive = list(lemmas)
+    rejected: Dict[str, object] = {}
+    for i, s in enumerate(states):
+        if i % 256 == 0:
+            _CTRL_C.poll()
+        v = cenc.of_state(s)
+        keep = []
+        for lem in alive:
+            if lem.term(cenc, v):
+                keep.append(lem)
+            else:
+                rejected[lem.name] = s
+        alive = keep
+    return alive, rejected
+
+
+# ---------------------------------------------------------------- the z3 loop
+
+@dataclass
+class Cti:
+    """A counterexample to induction: ``before`` satisfies every assumed conjunct, ``after`` (one
+    step later) breaks ``broken``."""
+    before: object
+    label: tuple
+    after: object
+    broken: List[str]
+    excluded_by: Dict[str, List[str]] = field(default_factory=dict)   # family -> candidate lemmas false in before
+
+
+@dataclass
+class Discovery:
+    verdict: str                          # holds / violated / not k-inductive / interrupted
+    goals: List[str]                      # the property's invariants (and EncodingBounds)
+    generated: int = 0
+    reachable_states: int = 0
+    reachable_complete: bool = False
+    rejected: Dict[str, object] = field(default_factory=dict)        # by the prefilter: name -> witness state
+    dropped: List[Tuple[int, str]] = field(default_factory=list)     # by z3: (round, name)
+    survivors: List[Lemma] = field(default_factory=list)             # the inductive lemmas
+    rounds: int = 0
+    cti: Optional[Cti] = None             # the first step that broke a goal
+    violated_in: Optional[object] = None  # violated: a reachable state breaking a goal
+    seconds: Dict[str, float] = field(default_factory=dict)
+    interrupted_in: str = ""
+
+    @property
+    def families(self) -> Dict[str, int]:
+        out: Dict[str, int] = {}
+        for lem in self.survivors:
+            out[lem.family] = out.get(lem.family, 0) + 1
+        return out
+
+
+def _goal_term(enc: Encoding, name: str, s, un: Optional[Unrolling] = None, k: int = 0):
+    if name == BOUNDS:
+        return un.bounds_ok(k) if un is not None else enc.bounds_ok(s)
+    return enc.invariant(name, s)
+
+
+def discover(model, goals: Sequence[str], *, limit: Optional[int] = 200_000, extra: Sequence[Lemma] = (),
+             families: Optional[Sequence[str]] = None, progress: Optional[Callable[[str], None]] = None,
+             max_rounds: int = 500) -> Discovery:
+    """Houdini for the conjunction of ``goals`` (the model's invariants) and EncodingBounds: the
+    templates' instances and ``extra`` lemmas, prefiltered on up to ``limit`` reachable states,
+    then pruned by z3 to a fixed point. Ctrl-C returns verdict ``interrupted``."""
+    say = progress or (lambda msg: None)
+    goals = list(dict.fromkeys(goals)) + [BOUNDS]
+    d = Discovery(HOLDS, goals)
+    try:
+        with _CTRL_C:
+            _discover(model, d, limit, list(extra), families, say, max_rounds)
+    except (KeyboardInterrupt, Interrupted, ctypes.ArgumentError, z3.Z3Exception) as e:
+        if not _is_ctrl_c(e):
+            raise
+        d.verdict = INTERRUPTED
+    return d
+
+
+def _discover(model, d: Discovery, limit, extra, families, say, max_rounds) -> None:
+    cenc = Encoding(model, CONCRETE)
+    zenc = symbolic_encoding(model)
+    lemmas = candidates(cenc, families) + list(extra)
+    d.generated = len(lemmas)
+    # 1. the prefilter, on the states bfs reaches
+    d.interrupted_in = "the prefilter"
+    t0 = time.monotonic()
+    states, d.reachable_complete = reachable(model, limit)
+    d.reachable_states = len(states)
+    preds = dict(model.invariants)
+    for s in states:
+        broken = [g for g in d.goals if g != BOUNDS and not preds[g](s)]
+        if broken:
+            d.verdict, d.violated_in = VIOLATED, (s, broken)
+            d.seconds["prefilter"] = time.monotonic() - t0
+            return
+    kept, d.rejected = prefilter(cenc, lemmas, states)
+    d.seconds["prefilter"] = time.monotonic() - t0
+    say(f"prefilter: {len(kept)} of {len(lemmas)} candidates hold in the {len(states)} states bfs reached"
+        f"{'' if d.reachable_complete else ' (the first levels only)'} ({d.seconds['prefilter']:.1f} s)")
+    # 2. Houdini
+    d.interrupted_in = "the z3 pruning"
+    t0 = time.monotonic()
+    un = Unrolling(zenc, "h")
+    s0 = un.new_state()
+    step = un.step()
+    s1 = un.states[1]
+    members: List[Tuple[str, object, object]] = []     # (name, term at s0, term at s1)
+    for g in d.goals:
+        members.append((g, _goal_term(zenc, g, s0, un, 0), _goal_term(zenc, g, s1, un, 1)))
+    by_name = {lem.name: lem for lem in kept}
+    for lem in kept:
+        members.append((lem.name, lem.term(zenc, s0), lem.term(zenc, s1)))
+    alive = {name for name, _, _ in members}
+    init = cenc.of_state(model.init_states()[0])
+    not_at_init = [name for name in alive if name in by_name and not by_name[name].term(cenc, init)]
+    alive -= set(not_at_init)          # cannot happen after the prefilter (the initial state is in it)
+    all_candidates = {lem.name: lem for lem in lemmas}
+    while True:
+        d.rounds += 1
+        if d.rounds > max_rounds:
+            raise RuntimeError("Houdini did not reach a fixed point")
+        current = [(name, a, b) for name, a, b in members if name in alive]
+        solver = _solver(True)
+        solver.add(zenc.wf(s0), *step)
+        solver.add(*[a for _, a, _ in current if a is not True])
+        tq = time.monotonic()
+        answer = _check(solver, Z3.Or(*[Z3.Not(b) for _, _, b in current]))
+        if answer == z3.unsat:
+            say(f"  round {d.rounds}: unsat: {len(current)} conjuncts are inductive ({time.monotonic() - tq:.1f} s)")
+            break
+        zm = solver.model()
+        before, after = zenc.values(zm, s0), zenc.values(zm, s1)
+        dead = [name for name, _, _ in current if not _holds(cenc, all_candidates, name, after)]
+        if not dead:
+            raise RuntimeError("z3's model breaks no conjunct when evaluated: the encodings disagree")
+        say(f"  round {d.rounds}: {len(dead)} dropped, {len(current) - len(dead)} left ({time.monotonic() - tq:.1f} s)")
+        broken_goals = [g for g in d.goals if g in dead]
+        if broken_goals and d.cti is None:
+            label = zenc.instances[zm.eval(un.acts[0], model_completion=True).as_long()]
+            excluded: Dict[str, List[str]] = {}
+            for lem in lemmas:
+                if lem.name not in d.rejected and not lem.term(cenc, before):
+                    excluded.setdefault(lem.family, []).append(lem.name)
+            d.cti = Cti(zenc.to_state(before), label, zenc.to_state(after), broken_goals, excluded)
+        for name in dead:
+            alive.discard(name)
+            if name in by_name:
+                d.dropped.append((d.rounds, name))
+    d.seconds["z3"] = time.monotonic() - t0
+    d.survivors = [lem for lem in kept if lem.name in alive]
+    d.verdict = HOLDS if all(g in alive for g in d.goals) else NOT_INDUCTIVE
+    d.interrupted_in = ""
+
+
+def _holds(cenc: Encoding, lemmas: Dict[str, Lemma], name: str, v) -> bool:
+    if name in lemmas:
+        return bool(lemmas[name].term(cenc, v))
+    return bool(cenc.bounds_ok(v) if name == BOUNDS else cenc.invariant(name, v))

@@ -1,0 +1,101 @@
+"""Lemma discovery (checker/houdini.py) and ``hwcheck prove --discover``."""
+
+import pytest
+
+from hwcheck.checker.bmc import BOUNDS
+from hwcheck.checker.houdini import FAMILIES, NOT_INDUCTIVE, Lemma, candidates, discover, prefilter, reachable
+from hwcheck.checker.result import HOLDS, VIOLATED
+from hwcheck.checker.symbolic import CONCRETE, Encoding
+from hwcheck.spec import Config, Model
+
+from .conftest import exact_reachable, one_line_error, run_cli
+
+SMALL = dict(mode="kafka10706", records=1, crashes=1)
+
+
+def test_every_family_has_instances_and_names_are_unique():
+    enc = Encoding(Model(Config(mode="kip380", replicas=3, records=2)), CONCRETE)
+    lemmas = candidates(enc)
+    assert {lem.family for lem in lemmas} == set(FAMILIES)
+    assert len({lem.name for lem in lemmas}) == len(lemmas) > 500
+
+
+def test_reachable_is_the_whole_space_or_whole_levels():
+    model = Model(Config(**SMALL))
+    states, complete = reachable(model)
+    assert complete and set(states) == set(exact_reachable(model))
+    some, complete = reachable(model, 100)
+    assert not complete and 100 <= len(some) < len(states) and set(some) <= set(states)
+
+
+def test_the_prefilter_rejects_a_lemma_false_in_a_reachable_state_before_z3():
+    """A (hand-written) lemma that holds initially but not in some reachable state is rejected
+    with a witness, and z3 never sees it (it is not among the lemmas z3 dropped)."""
+    model = Model(Config(**SMALL))
+    wrong = Lemma("EmptyLogs", "hand-written", lambda enc, s: enc.o.And(*[r.leo == 0 for r in s.reps]))
+    right = Lemma("HwWithinLeo", "hand-written", lambda enc, s: enc.o.And(*[r.hw <= r.leo for r in s.reps]))
+    cenc = Encoding(model, CONCRETE)
+    assert wrong.term(cenc, cenc.of_state(model.init_states()[0]))
+    kept, rejected = prefilter(cenc, [wrong, right], reachable(model)[0])
+    assert [lem.name for lem in kept] == ["HwWithinLeo"]
+    witness = rejected["EmptyLogs"]
+    assert any(r.log for r in witness.replicas)
+    d = discover(model, ["NoLogDivergence"], extra=[wrong], families=["hand-written"])
+    assert "EmptyLogs" in d.rejected and "EmptyLogs" not in [name for _, name in d.dropped]
+
+
+def test_discovery_proves_no_log_divergence_on_a_small_run():
+    model = Model(Config(**SMALL))
+    d = discover(model, ["NoLogDivergence"])
+    assert d.verdict == HOLDS, (d.cti and (d.cti.label, d.cti.broken))
+    assert d.reachable_complete and d.survivors and d.cti is None
+    # every lemma used holds in every reachable state (an independent enumeration)
+    cenc = Encoding(model, CONCRETE)
+    for s in exact_reachable(model):
+        v = cenc.of_state(s)
+        assert all(lem.term(cenc, v) for lem in d.survivors)
+    # and the lemmas z3 dropped were true in every state the prefilter saw: only induction failed
+    assert d.dropped and not set(name for _, name in d.dropped) & set(d.rejected)
+
+
+def test_a_counterexample_to_induction_is_a_real_step_and_names_its_families():
+    """With orderings alone NoLogDivergence is not inductive: the CTI is a step of the spec from a
+    state that satisfies the surviving lemmas, and the goal breaks in the state after it."""
+    model = Model(Config(**SMALL))
+    d = discover(model, ["NoLogDivergence"], families=["scalar-order"])
+    assert d.verdict == NOT_INDUCTIVE
+    cti = d.cti
+    assert model.step(cti.before, cti.label) == cti.after
+    cenc = Encoding(model, CONCRETE)
+    before, after = cenc.of_state(cti.before), cenc.of_state(cti.after)
+    assert cti.broken and set(cti.broken) <= set(d.goals)
+    for goal in d.goals:            # every goal holds before the step; the broken ones fail after it
+        assert cenc.bounds_ok(before) if goal == BOUNDS else cenc.invariant(goal, before)
+    for goal in cti.broken:
+        assert not (cenc.bounds_ok(after) if goal == BOUNDS else cenc.invariant(goal, after))
+    # the families named exclude the CTI's first state: a lemma of theirs is false there
+    for family, names in cti.excluded_by.items():
+        assert family in FAMILIES and names
+
+
+def test_discovery_finds_the_hw_loss_and_bfs_confirms_it():
+    model = Model(Config(mode="hw", acks="1", crashes=1))
+    d = discover(model, ["NoCommittedDataLoss"])
+    assert d.verdict == VIOLATED
+    state, broken = d.violated_in
+    assert broken == ["NoCommittedDataLoss"] and "NoCommittedDataLoss" in model.violated(state)
+
+
+def test_cli_prove_discover(tmp_path):
+    r = run_cli("prove", "--mode", "kafka10706", "--records", "1", "--crashes", "1", "--invariant", "NoLogDivergence",
+                "--discover")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "verdict: holds at every depth" in r.stdout and "lemmas used:" in r.stdout
+    assert "  hand-written (" in r.stdout and "LeoWithinProduced" in r.stdout
+    r = run_cli("prove", "--mode", "hw", "--acks", "1", "--crashes", "1", "--invariant", "NoCommittedDataLoss",
+                "--discover")
+    assert r.returncode == 1 and "verdict: violated: NoCommittedDataLoss" in r.stdout
+    assert "<- broken: NoCommittedDataLoss" in r.stdout and "bfs" in r.stdout
+    assert "--k" in one_line_error(run_cli("prove", "--invariant", "NoLogDivergence", "--mode", "kip380",
+                                           "--discover", "--k", "2"))
+    assert "kafka19522" in one_line_error(run_cli("prove", "--invariant", "NoLogDivergence", "--discover"))

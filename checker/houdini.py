@@ -21,7 +21,7 @@ The prefilter only saves z3 work: soundness rests on the final unsat query alone
 >>> from hwcheck.checker.symbolic import CONCRETE, Encoding
 >>> enc = Encoding(Model(Config(mode="kip380", records=1)), CONCRETE)
 >>> lemmas = candidates(enc)
->>> sorted({lem.family for lem in lemmas}) == sorted(FAMILIES)
+>>> sorted({lem.family for lem in lemmas} | {"lookahead"}) == sorted(FAMILIES)
 True
 """
 
@@ -45,7 +45,8 @@ NOT_INDUCTIVE = "not k-inductive"
 # template family -> what its lemmas say (one line each); docs/proofs.md lists them
 FAMILIES: Dict[str, str] = {
     "record-offset": "a record sits at one offset in every log and FetchResponse, and only once produced",
-    "record-epoch": "two copies of a record (logs, FetchResponses) carry the same epoch",
+    "record-epoch": "two copies of a record (logs, FetchResponses) carry the same epoch, and one epoch "
+                    "writes one record at an offset",
     "log-matching": "the same (record, epoch) at an offset in two logs (or a log and a FetchResponse) "
                     "implies the same prefix",
     "epoch-order": "epochs never decrease along a log or a FetchResponse",
@@ -55,12 +56,15 @@ FAMILIES: Dict[str, str] = {
     "fetch-slice": "a FetchResponse in flight is a slice of its sender's log unless the sender left "
                    "its office (guards: none, sender a leader, sender at the follower's epoch)",
     "prefix-agreement": "below a replica's HW its log agrees with a leader's (or an ISR member's) log",
+    "isr": "the controller's ISR against a leader's view of it",
     "history": "acknowledged and exposed records are held by ISR members, leaders and below the "
                "exposed length",
     "scalar-order": "orderings between offsets and epochs (HW, LEO, leader epochs, controller "
                     "epoch, produced, exposed length)",
     "implication": "implications between the boolean facts of one replica (alive, role, controller "
                    "leader / ISR / live, at the controller's epoch, fetching, a message in flight)",
+    "lookahead": "delivering the message in flight keeps the property (and the acknowledged records of "
+                 "an ISR member): a one-step look ahead at the receiver",
     "hand-written": "spec/auxiliary.py",
 }
 
@@ -130,6 +134,14 @@ def _record_templates(n: int, L: int) -> List[Lemma]:
                 return o.And(*[_imp(o, o.And(px(j), py(j), sx[j][0] == sy[j][0]), sx[j][1] == sy[j][1])
                                for j in range(L)])
             out.append(Lemma(f"RecordOneEpoch[{names[x]},{names[y]}]", "record-epoch", one_epoch))
+
+            def one_record(enc, s, x=x, y=y):
+                o = enc.o
+                _, px, sx = _src(enc, s, x)
+                _, py, sy = _src(enc, s, y)
+                return o.And(*[_imp(o, o.And(px(j), py(j), sx[j][1] == sy[j][1]), sx[j][0] == sy[j][0])
+                               for j in range(L)])
+            out.append(Lemma(f"OneRecordPerEpoch[{names[x]},{names[y]}]", "record-epoch", one_record))
             for j in range(1, L):
                 def matching(enc, s, x=x, y=y, j=j):
                     o = enc.o
@@ -140,6 +152,17 @@ def _record_templates(n: int, L: int) -> List[Lemma]:
                               for i in range(j)]
                     return _imp(o, same, o.And(*prefix))
                 out.append(Lemma(f"LogMatching[{names[x]},{names[y]}@{j}]", "log-matching", matching))
+    for x in range(k):
+        for l in range(n):
+            def leader_has_epoch(enc, s, x=x, l=l):
+                """A leader holds every entry of its own epoch, wherever it is, at the same offset."""
+                o, rl = enc.o, s.reps[l]
+                _, px, sx = _src(enc, s, x)
+                return _imp(o, o.And(rl.alive, rl.role == LEADER), o.And(*[
+                    _imp(o, o.And(px(j), sx[j][1] == rl.lepoch),
+                         o.And(j < rl.leo, rl.log[j][0] == sx[j][0], rl.log[j][1] == sx[j][1])) for j in range(L)]))
+            if names[x] != f"log(r{l})":
+                out.append(Lemma(f"LeaderHoldsItsEpoch[{names[x]}, leader r{l}]", "log-matching", leader_has_epoch))
     for x in range(k):
         def order(enc, s, x=x):
             o = enc.o
@@ -175,8 +198,36 @@ def _epoch_templates(n: int, L: int, C: int, cached: bool) -> List[Lemma]:
                 return _imp(o, sent, o.And(*[_imp(o, o.And(m.start <= j, j < m.b), m.recs[j][1] <= rep.lepoch)
                                              for j in range(L)]))
             out.append(Lemma(f"EpochBound[resp(r{r}) from leader r{l}]", "epoch-bound", resp_bound))
+
+        def resp_to_follower(enc, s, f=r):
+            o, m, rep = enc.o, s.msgs[f], s.reps[f]
+            return _imp(o, m.kind == FETCH_RESPONSE, o.And(*[_imp(o, o.And(m.start <= j, j < m.b), m.recs[j][1] <= rep.lepoch)
+                                                             for j in range(L)]))
+        out.append(Lemma(f"EpochBound[resp(r{r}) to its follower]", "epoch-bound", resp_to_follower))
+        for x in range(n):
+            def not_yet(enc, s, r=r, x=x):
+                """The replica the controller named has not taken office: nobody holds its epoch yet."""
+                o, c, rx = enc.o, s.ctl, s.reps[x]
+                pending = o.And(c.leader == r, s.reps[r].lepoch < c.epoch)
+                cache = [_imp(o, k < rx.clen, rx.cache[k][0] < c.epoch) for k in range(C)] if cached else []
+                return _imp(o, pending, o.And(*[_imp(o, j < rx.leo, rx.log[j][1] < c.epoch) for j in range(L)],
+                                              *cache, o.Or(rx.role != LEADER, rx.lepoch < c.epoch)))
+            out.append(Lemma(f"EpochNotYetHeld[r{x} while r{r} is named but not in office]", "epoch-bound", not_yet))
+
+            def resp_not_yet(enc, s, r=r, f=x):
+                o, c, m = enc.o, s.ctl, s.msgs[f]
+                pending = o.And(c.leader == r, s.reps[r].lepoch < c.epoch, m.kind == FETCH_RESPONSE)
+                return _imp(o, pending, o.And(*[_imp(o, o.And(m.start <= j, j < m.b), m.recs[j][1] < c.epoch)
+                                                for j in range(L)]))
+            out.append(Lemma(f"EpochNotYetHeld[resp(r{x}) while r{r} is named but not in office]", "epoch-bound",
+                             resp_not_yet))
         if not cached:
             continue
+
+        def cache_below_ctl(enc, s, r=r):
+            o, rep = enc.o, s.reps[r]
+            return o.And(*[_imp(o, k < rep.clen, rep.cache[k][0] <= s.ctl.epoch) for k in range(C)])
+        out.append(Lemma(f"CacheBelowControllerEpoch[r{r}]", "cache-faithful", cache_below_ctl))
 
         def starts_in_log(enc, s, r=r):
             o, rep = enc.o, s.reps[r]
@@ -297,6 +348,75 @@ def _agreement_templates(n: int, L: int) -> List[Lemma]:
                                 o.And(lb.remote[a] <= s.reps[a].leo,
                                       _agreement(o, lb, s.reps[a], lb.remote[a], L)))
                 out.append(Lemma(f"RemoteLeoHeld[r{a} in r{b}'s {g}]", "prefix-agreement", remote_le))
+        for b in range(n):
+            if a == b:
+                continue
+            for g, guard in (("not ahead of it", lambda o, s, a, b: s.reps[a].lepoch <= s.reps[b].lepoch),
+                             ("at its epoch or down", lambda o, s, a, b: o.Or(s.reps[a].lepoch == s.reps[b].lepoch,
+                                                                              s.reps[a].role == NONE))):
+                def remote_known(enc, s, a=a, b=b, guard=guard):
+                    o, lb, ra = enc.o, s.reps[b], s.reps[a]
+                    known = o.And(lb.alive, lb.role == LEADER, lb.remote[a] != UNDEF, guard(o, s, a, b))
+                    return _imp(o, known, o.And(lb.remote[a] <= ra.leo, _agreement(o, lb, ra, lb.remote[a], L)))
+                out.append(Lemma(f"RemoteLeoHeld[r{a} of leader r{b}, known, follower {g}]", "prefix-agreement",
+                                 remote_known))
+
+            def follows(o, s, a, b):
+                ra, rb = s.reps[a], s.reps[b]
+                return o.And(ra.alive, ra.role == FOLLOWER, ra.leader == b, rb.alive, rb.role == LEADER,
+                             ra.lepoch == rb.lepoch)
+            for g, extra in (("fetching", lambda o, s, a: s.reps[a].truncating == FETCHING), ("any", lambda o, s, a: True)):
+                def prefix(enc, s, a=a, b=b, extra=extra):
+                    o, ra, rb = enc.o, s.reps[a], s.reps[b]
+                    return _imp(o, o.And(follows(o, s, a, b), extra(o, s, a)),
+                                o.And(ra.leo <= rb.leo, _agreement(o, ra, rb, ra.leo, L)))
+                out.append(Lemma(f"FollowerIsPrefix[r{a} of leader r{b} at its epoch, {g}]", "prefix-agreement", prefix))
+
+            def fetch_prefix(enc, s, a=a, b=b):
+                o, m, ra, rb = enc.o, s.msgs[a], s.reps[a], s.reps[b]
+                asked = o.And(m.kind == FETCH, m.peer == b, rb.alive, rb.role == LEADER, rb.lepoch == m.a)
+                return _imp(o, asked, o.And(m.b <= rb.leo, _agreement(o, ra, rb, m.b, L)))
+            out.append(Lemma(f"FetchIsPrefix[fetch(r{a}) to r{b} at its epoch]", "prefix-agreement", fetch_prefix))
+
+            def resp_prefix(enc, s, a=a, b=b):
+                o, m, ra, rb = enc.o, s.msgs[a], s.reps[a], s.reps[b]
+                sent = o.And(m.kind == FETCH_RESPONSE, m.peer == b, rb.alive, rb.role == LEADER, rb.lepoch == ra.lepoch)
+                return _imp(o, sent, o.And(m.b <= rb.leo, _agreement(o, ra, rb, m.start, L)))
+            out.append(Lemma(f"ResponseExtendsPrefix[resp(r{a}) of r{b} at its epoch]", "prefix-agreement", resp_prefix))
+            for g, extra in (("always", lambda o, s, a, m: True), ("sender at its epoch", lambda o, s, a, m: s.reps[a].lepoch == m.a)):
+                def stale_within(enc, s, a=a, b=b, extra=extra):
+                    o, m, ra, rb = enc.o, s.stale[a], s.reps[a], s.reps[b]
+                    asked = o.And(m.kind == FETCH, m.peer == b, rb.alive, rb.role == LEADER, rb.lepoch == m.a,
+                                  extra(o, s, a, m))
+                    return _imp(o, asked, m.b <= rb.leo)
+                out.append(Lemma(f"StaleFetchWithin[stale(r{a}) to r{b} at its epoch, {g}]", "prefix-agreement",
+                                 stale_within))
+
+                def stale_prefix(enc, s, a=a, b=b, extra=extra):
+                    o, m, ra, rb = enc.o, s.stale[a], s.reps[a], s.reps[b]
+                    asked = o.And(m.kind == FETCH, m.peer == b, rb.alive, rb.role == LEADER, rb.lepoch == m.a,
+                                  extra(o, s, a, m))
+                    return _imp(o, asked, o.And(m.b <= ra.leo, _agreement(o, ra, rb, m.b, L)))
+                out.append(Lemma(f"StaleFetchIsPrefix[stale(r{a}) to r{b} at its epoch, {g}]", "prefix-agreement",
+                                 stale_prefix))
+    return out
+
+
+def _isr_templates(n: int) -> List[Lemma]:
+    out = []
+    for l in range(n):
+        for x in range(n):
+            for g, guard in (("leads", lambda o, s, l: o.And(s.reps[l].alive, s.reps[l].role == LEADER)),
+                             ("in office", _in_office)):
+                def ctl_in_view(enc, s, l=l, x=x, guard=guard):
+                    o = enc.o
+                    return _imp(o, o.And(guard(o, s, l), s.ctl.isr[x]), s.reps[l].isr[x])
+                out.append(Lemma(f"IsrWithinView[r{x}, r{l} {g}]", "isr", ctl_in_view))
+
+                def view_in_ctl(enc, s, l=l, x=x, guard=guard):
+                    o = enc.o
+                    return _imp(o, o.And(guard(o, s, l), s.reps[l].isr[x]), s.ctl.isr[x])
+                out.append(Lemma(f"ViewWithinIsr[r{x}, r{l} {g}]", "isr", view_in_ctl))
     return out
 
 
@@ -394,12 +514,128 @@ def _implication_templates(n: int) -> List[Lemma]:
                         b = atoms[j][1]
                         return _imp(o, atoms[i][1], o.Not(b) if neg else b)
                     out.append(Lemma(f"r{r}: {names[i]} -> {'not ' if neg else ''}{names[j]}", "implication", imp))
+    for r in range(n):
+        for what, body in (
+                ("a follower's leader is another replica",
+                 lambda o, s, r: _imp(o, s.reps[r].role == FOLLOWER, s.reps[r].leader != r)),
+                ("its message is with another replica",
+                 lambda o, s, r: _imp(o, s.msgs[r].kind != NO_MSG, s.msgs[r].peer != r)),
+                ("its message is with its leader",
+                 lambda o, s, r: _imp(o, s.msgs[r].kind != NO_MSG, s.msgs[r].peer == s.reps[r].leader)),
+                ("its stale fetch went to another replica",
+                 lambda o, s, r: _imp(o, s.stale[r].kind != NO_MSG, s.stale[r].peer != r))):
+            out.append(Lemma(f"r{r}: {what}", "implication", lambda enc, s, r=r, body=body: body(enc.o, s, r)))
+
+        def below_ctl(enc, s, r=r):
+            o, m, st, c = enc.o, s.msgs[r], s.stale[r], s.ctl
+            return o.And(_imp(o, o.Or(m.kind == FETCH, m.kind == 3, m.kind == 4), m.a <= c.epoch),
+                         _imp(o, st.kind != NO_MSG, st.a <= c.epoch))
+        out.append(Lemma(f"r{r}: its messages carry epochs at most the controller's", "implication", below_ctl))
+        for what, body in (
+                ("fetching: no OffsetsForLeaderEpoch in flight",
+                 lambda o, s, r: _imp(o, s.reps[r].truncating == FETCHING, o.And(s.msgs[r].kind != 3, s.msgs[r].kind != 4))),
+                ("truncating: no Fetch or FetchResponse in flight",
+                 lambda o, s, r: _imp(o, s.reps[r].truncating != FETCHING,
+                                      o.And(s.msgs[r].kind != FETCH, s.msgs[r].kind != FETCH_RESPONSE))),
+                ("a message in flight: a follower",
+                 lambda o, s, r: _imp(o, s.msgs[r].kind != NO_MSG, o.And(s.reps[r].alive, s.reps[r].role == FOLLOWER)))):
+            out.append(Lemma(f"r{r}: {what}", "implication", lambda enc, s, r=r, body=body: body(enc.o, s, r)))
+
+        def message_epoch(enc, s, r=r):
+            o, m, rep = enc.o, s.msgs[r], s.reps[r]
+            return _imp(o, o.Or(m.kind == FETCH, m.kind == 3), m.a == rep.lepoch)
+        out.append(Lemma(f"r{r}: its requests carry its leader epoch", "implication", message_epoch))
+
+        def stale_epoch(enc, s, r=r):
+            o, m, rep = enc.o, s.stale[r], s.reps[r]
+            return _imp(o, m.kind != NO_MSG, m.a <= rep.lepoch)
+        out.append(Lemma(f"r{r}: its stale fetch carries an epoch at most its own", "implication", stale_epoch))
+    for l in range(n):
+        for f in range(n):
+            if f == l:
+                continue
+
+            def pending(o, s, l):
+                return o.And(s.ctl.leader == l, s.reps[l].lepoch < s.ctl.epoch)
+
+            # while the leader the controller named has not taken office, its followers at the new
+            # epoch have fetched nothing and had no answer
+            parts = (
+                ("a fetching follower at the new epoch has an empty log",
+                 lambda o, s, f: _imp(o, o.And(s.reps[f].lepoch == s.ctl.epoch, s.reps[f].truncating == FETCHING),
+                                      s.reps[f].leo == 0)),
+                ("no answer at the new epoch",
+                 lambda o, s, f: _imp(o, s.reps[f].lepoch == s.ctl.epoch,
+                                      o.And(s.msgs[f].kind != FETCH_RESPONSE, s.msgs[f].kind != 4))),
+                ("a Fetch at the new epoch asks from 0",
+                 lambda o, s, f: _imp(o, o.And(s.msgs[f].kind == FETCH, s.msgs[f].a == s.ctl.epoch), s.msgs[f].b == 0)),
+                ("a stale Fetch at the new epoch asks from 0",
+                 lambda o, s, f: _imp(o, o.And(s.stale[f].kind == FETCH, s.stale[f].a == s.ctl.epoch),
+                                      s.stale[f].b == 0)))
+            for what, body in parts:
+                out.append(Lemma(f"r{f}: {what} while r{l} is named but not in office", "implication",
+                                 lambda enc, s, l=l, f=f, body=body: _imp(enc.o, pending(enc.o, s, l), body(enc.o, s, f))))
+    out.append(Lemma("the controller's ISR is not empty", "implication", lambda enc, s: enc.o.Or(*s.ctl.isr)))
     for a in range(n):
         for b in range(a + 1, n):
             def one_leader(enc, s, a=a, b=b):
                 o, ra, rb = enc.o, s.reps[a], s.reps[b]
                 return o.Not(o.And(ra.role == LEADER, rb.role == LEADER, ra.lepoch == rb.lepoch))
             out.append(Lemma(f"leaders r{a}, r{b} hold different epochs", "implication", one_leader))
+    return out
+
+
+RECEIVE = ("follower_handle_fetch", "follower_handle_epoch_response", "leader_handle_fetch",
+           "leader_handle_stale_fetch")
+
+
+def lookahead(enc: Encoding, goals: Sequence[str]) -> List[Lemma]:
+    """For every message-receiving step of the run: taking it keeps each goal (and, for a follower,
+    the acknowledged records it holds while in the controller's ISR)."""
+    out = []
+    for i, label in enumerate(enc.instances):
+        if label[0] not in RECEIVE:
+            continue
+        tag = f"{label[0]}({','.join(f'r{x}' for x in label[1:])})"
+        for goal in goals:
+            def keeps(enc, s, i=i, goal=goal):
+                guard, t = enc.action(i, s)
+                return _imp(enc.o, guard, enc.bounds_ok(t) if goal == BOUNDS else enc.invariant(goal, t))
+            if goal != BOUNDS:
+                out.append(Lemma(f"{tag} keeps {goal}", "lookahead", keeps))
+        if label[0].startswith("follower"):
+            f = label[1]
+
+            def keeps_acked(enc, s, i=i, f=f):
+                o = enc.o
+                guard, t = enc.action(i, s)
+                rep = t.reps[f]
+                held = o.And(*[_imp(o, off != UNDEF, o.And(off < rep.leo, o.select([e[0] for e in rep.log], off) == rec))
+                               for rec, off in enumerate(t.hist.acked)])
+                return _imp(o, o.And(guard, s.ctl.isr[f]), held)
+            out.append(Lemma(f"{tag} keeps the acknowledged records of an ISR member", "lookahead", keeps_acked))
+    # two steps: a request answered, then the answer handled by the follower
+    index = {label: i for i, label in enumerate(enc.instances)}
+    for (ask, answer) in (("leader_handle_epoch_request", "follower_handle_epoch_response"),
+                          ("leader_handle_fetch", "follower_handle_fetch")):
+        for label, i in index.items():
+            if label[0] != ask or (answer, label[2]) not in index:
+                continue
+            l, f = label[1], label[2]
+            j = index[(answer, f)]
+            tag = f"{ask}(r{l},r{f}) then {answer}(r{f})"
+
+            def keeps2(enc, s, i=i, j=j, f=f, goals=tuple(g for g in goals if g != BOUNDS)):
+                o = enc.o
+                g1, t1 = enc.action(i, s)
+                g2, t2 = enc.action(j, t1)
+                rep = t2.reps[f]
+                held = [_imp(o, off != UNDEF, o.And(off < rep.leo, o.select([e[0] for e in rep.log], off) == rec))
+                        for rec, off in enumerate(t2.hist.acked)]
+                return _imp(o, o.And(g1, g2), o.And(_imp(o, s.ctl.isr[f], o.And(*held)),
+                                                    *[enc.invariant(goal, t2) for goal in goals]))
+            out.append(Lemma(f"{tag} keeps the property and an ISR member's acknowledged records", "lookahead",
+                             keeps2))
     return out
 
 
@@ -413,10 +649,11 @@ def candidates(enc: Encoding, families: Optional[Sequence[str]] = None) -> List[
     hand-written lemmas; names are unique."""
     n, L, C = enc.n, enc.L, enc.C
     out = (_record_templates(n, L) + _epoch_templates(n, L, C, enc.assign_rule is not None) + _fetch_templates(n, L)
-           + _agreement_templates(n, L) + _history_templates(n, L) + _scalar_templates(n) + _implication_templates(n)
+           + _agreement_templates(n, L) + _isr_templates(n) + _history_templates(n, L) + _scalar_templates(n) + _implication_templates(n)
            + hand_written())
     if families is not None:
         out = [lem for lem in out if lem.family in families]
+    # (the lookahead family depends on the property: discover adds it)
     assert len({lem.name for lem in out}) == len(out)
     return out
 
@@ -482,6 +719,7 @@ class Discovery:
     reachable_complete: bool = False
     rejected: Dict[str, object] = field(default_factory=dict)        # by the prefilter: name -> witness state
     dropped: List[Tuple[int, str]] = field(default_factory=list)     # by z3: (round, name)
+    trail: List[Tuple[int, tuple, List[str]]] = field(default_factory=list)  # (round, step z3 chose, dropped)
     survivors: List[Lemma] = field(default_factory=list)             # the inductive lemmas
     rounds: int = 0
     cti: Optional[Cti] = None             # the first step that broke a goal
@@ -526,6 +764,8 @@ def _discover(model, d: Discovery, limit, extra, families, say, max_rounds) -> N
     cenc = Encoding(model, CONCRETE)
     zenc = symbolic_encoding(model)
     lemmas = candidates(cenc, families) + list(extra)
+    if families is None or "lookahead" in families:
+        lemmas += lookahead(cenc, d.goals)
     d.generated = len(lemmas)
     # 1. the prefilter, on the states bfs reaches
     d.interrupted_in = "the prefilter"
@@ -580,9 +820,10 @@ def _discover(model, d: Discovery, limit, extra, families, say, max_rounds) -> N
         if not dead:
             raise RuntimeError("z3's model breaks no conjunct when evaluated: the encodings disagree")
         say(f"  round {d.rounds}: {len(dead)} dropped, {len(current) - len(dead)} left ({time.monotonic() - tq:.1f} s)")
+        label = zenc.instances[zm.eval(un.acts[0], model_completion=True).as_long()]
+        d.trail.append((d.rounds, label, dead))
         broken_goals = [g for g in d.goals if g in dead]
         if broken_goals and d.cti is None:
-            label = zenc.instances[zm.eval(un.acts[0], model_completion=True).as_long()]
             excluded: Dict[str, List[str]] = {}
             for lem in lemmas:
                 if lem.name not in d.rejected and not lem.term(cenc, before):

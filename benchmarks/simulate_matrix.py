@@ -66,6 +66,9 @@ def matrix(args) -> None:
         found = sum(t is not None for t in times)
         shrunk = "-" if not lengths else (f"{min(lengths)}..{max(lengths)}" if min(lengths) != max(lengths)
                                           else str(lengths[0]))
+        if 0 < found < args.seeds:      # which seeds found it, and when
+            note = "found by " + ", ".join(f"seed {i} in {t:.1f} s" for i, t in enumerate(times) if t is not None) \
+                + "; " + note
         print(f"{e.name:<42} {found:>2}/{args.seeds:<2} {median_time(times, args.time):>9} {e.steps or '?':>4} "
               f"{shrunk:>12}  {note}", flush=True)
 

@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from hwcheck.checker.bfs import bfs
-from hwcheck.checker.spark import SparkEngineError, spark_bfs, start_spark
+from hwcheck.checker.spark import SparkEngineError, spark_bfs, start_spark, stop_spark
 from hwcheck.spec import Config, Model
 from hwcheck.spec.modes import LADDER
 
@@ -30,7 +30,7 @@ SMALL = dict(records=1, crashes=1, max_epoch=1)
 def sc():
     sc = start_spark("local[2]")
     yield sc
-    sc.stop()
+    stop_spark(sc)
 
 
 MODES = [m.name for m in LADDER]

@@ -35,7 +35,10 @@ def free_port() -> int:
 
 def spark_env(tmp: Path) -> dict:
     env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", SPARK_WORKER_DIR=str(tmp / "work"),
-               PYSPARK_PYTHON=sys.executable)
+               PYSPARK_PYTHON=sys.executable,
+               # nothing left in /tmp by the daemons, even killed: no hsperfdata, temp files in tmp
+               SPARK_DAEMON_JAVA_OPTS=f"-XX:-UsePerfData -Djava.io.tmpdir={tmp}",
+               SPARK_LAUNCHER_OPTS="-XX:-UsePerfData", TMPDIR=str(tmp))
     env.pop("SPARK_HOME", None)     # bin/spark-class finds the pyspark installation itself
     return env
 

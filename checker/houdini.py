@@ -34,7 +34,7 @@ from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import z3
 
-from hwcheck.spec.auxiliary import AUXILIARY
+from hwcheck.spec.auxiliary import AUXILIARY, CANDIDATES
 
 from .bmc import BOUNDS, _CTRL_C, Interrupted, Unrolling, _check, _is_ctrl_c, _solver, symbolic_encoding
 from .result import HOLDS, INTERRUPTED, VIOLATED
@@ -640,8 +640,10 @@ def lookahead(enc: Encoding, goals: Sequence[str]) -> List[Lemma]:
 
 
 def hand_written() -> List[Lemma]:
-    """spec/auxiliary.py's lemmas, as candidates (their encodings are in symbolic.INVARIANT_ENCODINGS)."""
-    return [Lemma(name, "hand-written", lambda enc, s, name=name: enc.invariant(name, s)) for name, _ in AUXILIARY]
+    """spec/auxiliary.py's lemmas (AUXILIARY and CANDIDATES), as candidates (their encodings are in
+    symbolic.INVARIANT_ENCODINGS)."""
+    return [Lemma(name, "hand-written", lambda enc, s, name=name: enc.invariant(name, s))
+            for name, _ in AUXILIARY + CANDIDATES]
 
 
 def candidates(enc: Encoding, families: Optional[Sequence[str]] = None) -> List[Lemma]:

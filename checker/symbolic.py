@@ -1094,3 +1094,44 @@ INVARIANT_ENCODINGS.update({
     "LeaderEpochBounded": leader_epoch_bounded,
     "RemoteLeoBounded": remote_leo_bounded,
 })
+
+
+# ---------------------------------------------------------------- candidate lemmas (spec/auxiliary.py CANDIDATES)
+
+def epoch_answer_cuts_sender_log(enc: Encoding, s: SState):
+    o, L = enc.o, enc.L
+    out = []
+    for f, m in enumerate(s.msgs):
+        rep = s.reps[f]
+        for l, sender in enumerate(s.reps):
+            if l == f:
+                continue
+            applies = o.And(m.kind == EPOCH_RESPONSE, m.peer == l, m.a != UNDEF, m.b != UNDEF, sender.alive,
+                            sender.role == LEADER, sender.lepoch == rep.lepoch)
+            body = [m.b <= sender.leo]
+            for j, e in enumerate(sender.log):
+                body.append(o.Or(o.Not(o.And(j < m.b, j < sender.leo)), e[1] <= m.a))
+                body.append(o.Or(o.Not(o.And(j == m.b, j < sender.leo)), e[1] > m.a, e[1] == sender.lepoch))
+            out.append(o.Or(o.Not(applies), o.And(*body)))
+    return o.And(*out)
+
+
+def follower_behind_leader_epoch(enc: Encoding, s: SState):
+    o = enc.o
+    out = []
+    for r, rep in enumerate(s.reps):
+        for l, leader in enumerate(s.reps):
+            if l == r:
+                continue
+            applies = o.And(rep.alive, rep.role == FOLLOWER, rep.leader == l, leader.alive, leader.role == LEADER,
+                            leader.lepoch == rep.lepoch)
+            body = [o.Or(o.Not(j < rep.leo), e[1] <= leader.lepoch) for j, e in enumerate(rep.log)]
+            body += [o.Or(o.Not(j < rep.clen), e[0] <= leader.lepoch) for j, e in enumerate(rep.cache)]
+            out.append(o.Or(o.Not(applies), o.And(*body)))
+    return o.And(*out)
+
+
+INVARIANT_ENCODINGS.update({
+    "EpochAnswerCutsSenderLog": epoch_answer_cuts_sender_log,
+    "FollowerBehindLeaderEpoch": follower_behind_leader_epoch,
+})

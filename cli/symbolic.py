@@ -177,14 +177,15 @@ def prove(names, k, aux, discover, reach_limit, **knobs):
     raise click.exceptions.Exit(EXIT_HOLDS)
 
 
-def _lemma_lines(lemmas) -> List[str]:
+def _lemma_lines(lemmas, names: bool = True) -> List[str]:
     by_family: dict = {}
     for lem in lemmas:
         by_family.setdefault(lem.family, []).append(lem.name)
     lines = []
     for family, found in by_family.items():
         lines.append(f"  {family} ({len(found)}): {FAMILIES[family]}")
-        lines += [f"    {name}" for name in found]
+        if names:
+            lines += [f"    {name}" for name in found]
     return lines
 
 
@@ -196,7 +197,12 @@ def _prove_discovering(model, names, aux: bool, limit: int) -> None:
                f"discovered lemmas ({len(FAMILIES) - 1} template families{' and spec/auxiliary.py' if aux else ''})")
     chosen = [f for f in FAMILIES if aux or f != "hand-written"]
     started = time.monotonic()
-    d = discover(model, names, limit=limit, families=chosen, progress=click.echo)
+
+    def progress(line: str) -> None:        # every tenth z3 round, and the last
+        if line.startswith("  round ") and "unsat" not in line and int(line.split()[1].rstrip(":")) % 10:
+            return
+        click.echo(line)
+    d = discover(model, names, limit=limit, families=chosen, progress=progress)
     elapsed = time.monotonic() - started
     if d.verdict == INTERRUPTED:
         click.echo(f"interrupted: during {d.interrupted_in or 'the setup'} after {elapsed:.1f} s; no verdict (k=1)")
@@ -237,6 +243,6 @@ def _prove_discovering(model, names, aux: bool, limit: int) -> None:
     else:
         click.echo("no template family excludes state 0: a hand-written lemma (spec/auxiliary.py) is needed")
     if d.survivors:
-        click.echo(f"inductive lemmas found ({len(d.survivors)}):")
-        click.echo("\n".join(_lemma_lines(d.survivors)))
+        click.echo(f"inductive lemmas found ({len(d.survivors)}, by family):")
+        click.echo("\n".join(_lemma_lines(d.survivors, names=False)))
     raise click.exceptions.Exit(EXIT_NOT_INDUCTIVE)

@@ -11,7 +11,7 @@ True
 
 from __future__ import annotations
 
-from .state import FETCH, FETCH_RESPONSE, LEADER, State
+from .state import EPOCH_RESPONSE, FETCH, FETCH_RESPONSE, FOLLOWER, LEADER, UNDEFINED, State
 
 
 def leo_within_produced(s: State) -> bool:
@@ -61,4 +61,46 @@ AUXILIARY = (
     ("LeaderEpochBounded", leader_epoch_bounded),
     ("RemoteLeoBounded", remote_leo_bounded),
     ("DownMeansNoRole", down_means_no_role),
+)
+
+
+# ---------------------------------------------------------------- candidates for `prove --discover`
+# Hand-written lemmas the templates of checker/houdini.py do not express. They are not conjoined by
+# plain `prove`: `prove --discover` offers them as candidates, checks each on the states bfs reaches
+# (a lemma false in one is rejected before z3 sees it) and keeps it only if z3 finds it inductive.
+
+def epoch_answer_cuts_sender_log(s: State) -> bool:
+    """An OffsetsForLeaderEpoch answer (epoch, end) in flight, while its sender still leads at the
+    follower's epoch, cuts the sender's log where that epoch ends: the end is within its log, no
+    entry below it is of a later epoch, and the entry at it is of a later epoch or of the sender's own."""
+    for f, m in enumerate(s.inflight):
+        if not (m and m[0] == EPOCH_RESPONSE) or m[2] == UNDEFINED or m[3] == UNDEFINED:
+            continue
+        l, epoch, end = m[1], m[2], m[3]
+        sender, rep = s.replicas[l], s.replicas[f]
+        if not (sender.alive and sender.role == LEADER and sender.leader_epoch == rep.leader_epoch):
+            continue
+        if end > len(sender.log) or any(ep > epoch for _, ep in sender.log[:end]):
+            return False
+        if end < len(sender.log) and not (sender.log[end][1] > epoch or sender.log[end][1] == sender.leader_epoch):
+            return False
+    return True
+
+
+def follower_behind_leader_epoch(s: State) -> bool:
+    """A live follower that names a live leader at its own epoch holds no entry of a later epoch than
+    that leader's, and caches none."""
+    for rep in s.replicas:
+        if rep.alive and rep.role == FOLLOWER:
+            leader = s.replicas[rep.leader]
+            if leader.alive and leader.role == LEADER and leader.leader_epoch == rep.leader_epoch:
+                if any(ep > leader.leader_epoch for _, ep in rep.log) or \
+                        any(ep > leader.leader_epoch for ep, _ in rep.epoch_cache):
+                    return False
+    return True
+
+
+CANDIDATES = (
+    ("EpochAnswerCutsSenderLog", epoch_answer_cuts_sender_log),
+    ("FollowerBehindLeaderEpoch", follower_behind_leader_epoch),
 )

@@ -101,3 +101,36 @@ def test_cli_prove_discover(tmp_path):
     assert "--k" in one_line_error(run_cli("prove", "--invariant", "NoLogDivergence", "--mode", "kip380",
                                            "--discover", "--k", "2"))
     assert "kafka19522" in one_line_error(run_cli("prove", "--invariant", "NoLogDivergence", "--discover"))
+
+
+def test_hand_written_candidates_agree_with_their_encoding_and_are_checked_before_z3():
+    """spec/auxiliary.py's CANDIDATES: each encoding evaluates as its spec predicate on every state
+    of a small run; EpochAnswerCutsSenderLog is false in reachable states of kip279 (2.0 answers
+    below the requested epoch's end, its leaders cache no epoch on taking office), so the prefilter
+    rejects it there, with a witness, and keeps it in kip320."""
+    from hwcheck.spec.auxiliary import CANDIDATES
+    for mode in ("kip279", "kip320"):
+        model = Model(Config(mode=mode, crashes=1))
+        cenc = Encoding(model, CONCRETE)
+        states = exact_reachable(model)
+        for s in states:
+            v = cenc.of_state(s)
+            for name, pred in CANDIDATES:
+                assert bool(cenc.invariant(name, v)) == pred(s), (name, s)
+        d = discover(model, ["NoLogDivergence"], families=["hand-written"])
+        if mode == "kip279":
+            witness = d.rejected["EpochAnswerCutsSenderLog"]
+            assert witness in set(states) and not dict(CANDIDATES)["EpochAnswerCutsSenderLog"](witness)
+        else:
+            assert "EpochAnswerCutsSenderLog" not in d.rejected
+        assert "FollowerBehindLeaderEpoch" not in d.rejected
+
+
+def test_ctrl_c_during_discovery_exits_130_in_one_line():
+    from .test_interrupts import _ctrl_c, _no_traceback, _start
+    child = _start("prove", "--mode", "kafka10706", "--invariant", "NoLogDivergence", "--discover")
+    code, out, err = _ctrl_c(child, child.stdout, until=lambda line: line.startswith("property:"), after=1.0)
+    assert code == 130, out + err
+    _no_traceback(out, err)
+    last = out.strip().splitlines()[-1]
+    assert last.startswith("interrupted: during the prefilter") and last.endswith("no verdict (k=1)"), last

@@ -95,11 +95,22 @@ def _firsts(fps: np.ndarray, parents: np.ndarray) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- executor side
+_FROZEN: list = []     # non-empty once this process has frozen its heap (see _without_gc)
+
+
 def _without_gc(gen):
     """A generator function run with Python's cycle collector off, as bfs runs: states are
-    acyclic tuples, and collecting while millions are made costs ~15% of the stage."""
+    acyclic tuples, and collecting while millions are made costs ~15% of the stage.
+
+    The first run in a Python worker also freezes what the worker holds then (its modules, the
+    task's closures): pyspark's daemon runs a full ``gc.collect()`` after every task of a reused
+    worker, and a frozen heap makes that quick (a level of a handful of states with 8
+    partitions on local[2]: median 0.54-0.55 s instead of 0.66-0.71 s, two runs each)."""
     @functools.wraps(gen)
     def run(*args):
+        if not _FROZEN:
+            gc.freeze()
+            _FROZEN.append(True)
         was = gc.isenabled()
         gc.disable()
         try:

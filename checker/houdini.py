@@ -576,6 +576,13 @@ def _implication_templates(n: int) -> List[Lemma]:
                 out.append(Lemma(f"r{f}: {what} while r{l} is named but not in office", "implication",
                                  lambda enc, s, l=l, f=f, body=body: _imp(enc.o, pending(enc.o, s, l), body(enc.o, s, f))))
     out.append(Lemma("the controller's ISR is not empty", "implication", lambda enc, s: enc.o.Or(*s.ctl.isr)))
+    for r in range(n):
+        def current_leader(enc, s, r=r):
+            """A leader at the controller's epoch is the one it names (or the partition is offline)."""
+            o, rep, c = enc.o, s.reps[r], s.ctl
+            return _imp(o, o.And(rep.role == LEADER, rep.lepoch == c.epoch), o.Or(c.leader == r, c.leader == UNDEF))
+        out.append(Lemma(f"r{r}: a leader at the controller's epoch is named by it or none is", "implication",
+                         current_leader))
     for a in range(n):
         for b in range(a + 1, n):
             def one_leader(enc, s, a=a, b=b):

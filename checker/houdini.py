@@ -420,7 +420,7 @@ def _isr_templates(n: int) -> List[Lemma]:
     return out
 
 
-def _history_templates(n: int, L: int) -> List[Lemma]:
+def _history_templates(n: int, L: int, cached: bool) -> List[Lemma]:
     guards = {
         "controller's ISR": lambda o, s, r: s.ctl.isr[r],
         "live ISR": lambda o, s, r: o.And(s.ctl.isr[r], s.ctl.live[r]),
@@ -448,6 +448,18 @@ def _history_templates(n: int, L: int) -> List[Lemma]:
                 return _imp(o, guard(o, s, r), o.And(*[_imp(o, o.And(j < h.xlen, j < rep.hw), rep.log[j][0] == h.exposed[j])
                                                        for j in range(L)]))
             out.append(Lemma(f"ExposedBelowHw[r{r},{g}]", "history", exposed_below_hw))
+
+    if cached:
+        for l in range(n):
+            for g, guard in (("in office", _in_office),
+                             ("leads", lambda o, s, l: o.And(s.reps[l].alive, s.reps[l].role == LEADER))):
+                def within_epoch_start(enc, s, l=l, guard=guard):
+                    """What consumers saw ends within the leader's HW or before its epoch began
+                    (KAFKA-7128: a follower joins the ISR only past that start)."""
+                    o, rep = enc.o, s.reps[l]
+                    start = enc.epoch_start(rep, rep.lepoch)
+                    return _imp(o, guard(o, s, l), o.Or(s.hist.xlen <= rep.hw, o.And(start != UNDEF, s.hist.xlen <= start)))
+                out.append(Lemma(f"ExposedWithinLeaderHwOrEpochStart[r{l} {g}]", "history", within_epoch_start))
 
     def acked_exposed(enc, s):
         o, h = enc.o, s.hist
@@ -658,7 +670,8 @@ def candidates(enc: Encoding, families: Optional[Sequence[str]] = None) -> List[
     hand-written lemmas; names are unique."""
     n, L, C = enc.n, enc.L, enc.C
     out = (_record_templates(n, L) + _epoch_templates(n, L, C, enc.assign_rule is not None) + _fetch_templates(n, L)
-           + _agreement_templates(n, L) + _isr_templates(n) + _history_templates(n, L) + _scalar_templates(n) + _implication_templates(n)
+           + _agreement_templates(n, L) + _isr_templates(n) + _history_templates(n, L, enc.assign_rule is not None)
+           + _scalar_templates(n) + _implication_templates(n)
            + hand_written())
     if families is not None:
         out = [lem for lem in out if lem.family in families]

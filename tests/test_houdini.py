@@ -1,7 +1,5 @@
 """Lemma discovery (checker/houdini.py) and ``hwcheck prove --discover``."""
 
-import pytest
-
 from hwcheck.checker.bfs import bfs
 from hwcheck.checker.bmc import BOUNDS
 from hwcheck.checker.houdini import FAMILIES, NOT_INDUCTIVE, Lemma, candidates, discover, prefilter, reachable

@@ -10,7 +10,8 @@ Sections (one invocation runs them one after another, so their ratios are side b
   states, depth 46; the 3-crash model the figures used before has grown to 10.6 million states
   with the spec's later rules): ``bfs --workers 1``, ``bfs --workers 2`` and Spark ``--master``
   (default local[2]) with ``--main-partitions`` (default 2, the engine's default there); the
-  ratios Spark / bfs.
+  ratios Spark / bfs. ``--repeat N`` runs N (bfs --workers 2, Spark) pairs one after the other
+  and prints each pair's ratio and the median: on a shared machine the load drifts between runs.
 - ``overhead``: Spark on a tiny model (epoch, 1 record, 1 crash, epoch <= 1: 1,068 states in 19
   levels of at most a few hundred states): the wall time of a level with a handful of states.
 - ``scaling``: the ``--scaling-*`` model (default 2 records, 2 crashes, epoch <= 2: 152,045 states,
@@ -136,6 +137,7 @@ def main() -> None:
     ap.add_argument("--max-epoch", type=int, default=3)
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--main-partitions", type=int, default=2)
+    ap.add_argument("--repeat", type=int, default=1, help="main: bfs --workers 2 / Spark pairs to run")
     ap.add_argument("--scaling-records", type=int, default=2)
     ap.add_argument("--scaling-crashes", type=int, default=2)
     ap.add_argument("--scaling-max-epoch", type=int, default=2)
@@ -154,14 +156,24 @@ def main() -> None:
         config = dict(mode=a.mode, replicas=a.replicas, records=a.records, crashes=a.crashes, max_epoch=a.max_epoch)
         section("main: bfs vs Spark", config)
         name = f"spark {a.master} P={a.main_partitions}"
-        res = {"bfs --workers 1": run("bfs --workers 1", bfs(1, config)),
-               "bfs --workers 2": run("bfs --workers 2", bfs(2, config)),
-               name: run(name, spark(a.master, a.main_partitions, config))}
+        res = {"bfs --workers 1": run("bfs --workers 1", bfs(1, config))}
+        pairs = []
+        for i in range(a.repeat):
+            # bfs --workers 2 and Spark one after the other, a.repeat times: on a shared machine the
+            # load drifts, and a ratio is only fair between neighbours
+            suffix = f" #{i + 1}" if a.repeat > 1 else ""
+            res["bfs --workers 2" + suffix] = b = run("bfs --workers 2" + suffix, bfs(2, config))
+            res[name + suffix] = s = run(name + suffix, spark(a.master, a.main_partitions, config))
+            if b and s:
+                pairs.append((b, s))
         print(same(res))
-        if res["bfs --workers 2"] and res[name]:
-            for key in ("wall", "search"):
-                print(f"{key}: {name} / bfs --workers 2 = {res[name][key] / res['bfs --workers 2'][key]:.2f}x; "
-                      f"/ bfs --workers 1 = {res[name][key] / res['bfs --workers 1'][key]:.2f}x")
+        for i, (b, s) in enumerate(pairs):
+            w1 = res["bfs --workers 1"]
+            print(f"{'pair ' + str(i + 1) + ': ' if len(pairs) > 1 else ''}wall: {name} / bfs --workers 2 = "
+                  f"{s['wall'] / b['wall']:.2f}x (search {s['search'] / b['search']:.2f}x)"
+                  + (f"; / bfs --workers 1 = {s['wall'] / w1['wall']:.2f}x" if w1 and i == 0 else ""))
+        if len(pairs) > 1:
+            print(f"median wall ratio: {statistics.median(s['wall'] / b['wall'] for b, s in pairs):.2f}x")
 
     if "overhead" in sections:
         config = dict(mode="epoch", replicas=2, records=1, crashes=1, max_epoch=1)

@@ -236,14 +236,23 @@ def _processes(model, spans, kw, workers: int):
 
 
 def _spark(model, spans, kw, sc, parallelism: int):
-    """Waves of Spark tasks, one walk range each, collected in order."""
+    """Waves of Spark tasks, one walk range each, collected in order. Ctrl-C is a flag while Spark
+    runs (spark.CtrlC: never an exception inside a py4j call); the wave under way is cancelled and
+    the run ends as interrupted."""
+    from .spark import CtrlC, Interrupted, run_action
+
     spans = iter(spans)
-    while True:
-        wave = [span for _, span in zip(range(4 * parallelism), spans)]
-        if not wave:
-            return
-        job = sc.parallelize(wave, len(wave)).map(lambda span: run_walks(model, span[0], span[1], **kw))
-        yield from job.collect()
+    with CtrlC() as ctrl_c:
+        while True:
+            wave = [span for _, span in zip(range(4 * parallelism), spans)]
+            if not wave:
+                return
+            job = sc.parallelize(wave, len(wave)).map(lambda span: run_walks(model, span[0], span[1], **kw))
+            try:
+                done = run_action(sc, job.collect, ctrl_c)
+            except Interrupted:
+                raise KeyboardInterrupt from None
+            yield from done
 
 
 # ------------------------------------------------------------------ the run

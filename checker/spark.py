@@ -441,7 +441,7 @@ class CtrlC:
     SIGINT never raises inside a py4j call (which would leave its connection unusable and
     print Java tracebacks), however often it comes (``timeout -s INT`` sends it twice: to the
     child and to its group). The search looks at ``hit`` between Spark calls; a job under way
-    is cancelled (see :func:`_action`)."""
+    is cancelled (see :func:`run_action`)."""
 
     def __init__(self):
         self.hit = False
@@ -461,17 +461,17 @@ class CtrlC:
             self._old = None
 
 
-class _Interrupted(Exception):
+class Interrupted(Exception):
     """Ctrl-C seen between two Spark calls (or during one, which was cancelled)."""
 
 
-def _action(sc, fn, ctrl_c: Optional[CtrlC] = None):
+def run_action(sc, fn, ctrl_c: Optional[CtrlC] = None):
     """Run a Spark action in a helper thread and wait for it here, watching ``ctrl_c``: on
-    Ctrl-C the jobs are cancelled, the helper is waited for, and :class:`_Interrupted` raised."""
+    Ctrl-C the jobs are cancelled, the helper is waited for, and :class:`Interrupted` raised."""
     if ctrl_c is None or threading.current_thread() is not threading.main_thread():
         return fn()
     if ctrl_c.hit:
-        raise _Interrupted()
+        raise Interrupted()
     box: dict = {}
 
     def run():
@@ -490,7 +490,7 @@ def _action(sc, fn, ctrl_c: Optional[CtrlC] = None):
                 sc.cancelAllJobs()
             cancelled = True
     if ctrl_c.hit:
-        raise _Interrupted()            # whatever the cancelled job ended with
+        raise Interrupted()            # whatever the cancelled job ended with
     if "error" in box:
         raise box["error"]
     return box["value"]
@@ -603,13 +603,13 @@ def _search(sc, model, P: int, max_depth, all_invariants, progress, only, ctrl_c
         d = 0
         while True:
             if ctrl_c.hit:
-                raise _Interrupted()
+                raise Interrupted()
             if d > 0:
                 ch = checks()
                 received = (level.mapPartitionsWithIndex(lambda i, it, ch=ch: expand(model, P, ch, i, it))
                             .partitionBy(P, owner))
                 level = received.mapPartitions(merge)
-            stats = _action(sc, level.map(lambda x: x[3]).collect, ctrl_c)
+            stats = run_action(sc, level.map(lambda x: x[3]).collect, ctrl_c)
             new = sum(s[0] for s in stats)
             if d > 0 and note(_smallest(s[2] for s in stats), level):
                 break                   # level d-1 broke an invariant: the figures stay those up to d-1
@@ -625,12 +625,12 @@ def _search(sc, model, P: int, max_depth, all_invariants, progress, only, ctrl_c
             if max_depth is not None and d >= max_depth:
                 # the last level is checked, not expanded
                 ch = checks()
-                broken = _action(sc, level.mapPartitions(lambda it, ch=ch: check_frontier(ch, it)).collect, ctrl_c)
+                broken = run_action(sc, level.mapPartitions(lambda it, ch=ch: check_frontier(ch, it)).collect, ctrl_c)
                 note(_smallest(broken), level)
                 complete = False
                 break
             d += 1
-    except (_Interrupted, KeyboardInterrupt):
+    except (Interrupted, KeyboardInterrupt):
         verdict, complete, interrupted = INTERRUPTED, False, True
     if found:
         verdict = VIOLATED
@@ -658,7 +658,7 @@ def _trace(sc, model, level, P: int, fp: int, invariant: str, ctrl_c: Optional[C
     forwards: at each step the successor with the next fingerprint on the chain (as bfs does)."""
     chain = [fp]
     while True:
-        [parent] = _action(sc, lambda fp=chain[-1]: sc.runJob(level, lambda it: parent_of(fp, it), [fp % P]), ctrl_c)
+        [parent] = run_action(sc, lambda fp=chain[-1]: sc.runJob(level, lambda it: parent_of(fp, it), [fp % P]), ctrl_c)
         if parent == chain[-1]:
             break
         chain.append(parent)

@@ -91,7 +91,6 @@ def explore(model, max_nodes: int = DEFAULT_MAX_NODES) -> nx.DiGraph:
             g.add_node(fp, state=s, violated=tuple(model.violated(s)), depth=0, init=True, parent=None)
             frontier.append((fp, s))
     layers = [len(frontier)]
-    depth = 0
     try:
         _grow(model, g, frontier, layers, max_nodes)
     except KeyboardInterrupt:

@@ -385,7 +385,7 @@ def _agreement_templates(n: int, L: int) -> List[Lemma]:
             out.append(Lemma(f"ResponseExtendsPrefix[resp(r{a}) of r{b} at its epoch]", "prefix-agreement", resp_prefix))
             for g, extra in (("always", lambda o, s, a, m: True), ("sender at its epoch", lambda o, s, a, m: s.reps[a].lepoch == m.a)):
                 def stale_within(enc, s, a=a, b=b, extra=extra):
-                    o, m, ra, rb = enc.o, s.stale[a], s.reps[a], s.reps[b]
+                    o, m, rb = enc.o, s.stale[a], s.reps[b]
                     asked = o.And(m.kind == FETCH, m.peer == b, rb.alive, rb.role == LEADER, rb.lepoch == m.a,
                                   extra(o, s, a, m))
                     return _imp(o, asked, m.b <= rb.leo)

@@ -5,9 +5,7 @@ import json
 import os
 import re
 import shutil
-import signal
 import sys
-from pathlib import Path
 
 import pytest
 

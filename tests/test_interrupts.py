@@ -38,14 +38,15 @@ expect = "NoCommittedDataLoss"
 """
 
 
-def _start(*args, cwd=None):
-    """hwcheck in a new process group, SIGINT at its default (a background job would ignore it)."""
+def _start(*args, cwd=None, env=None):
+    """hwcheck in a new process group, SIGINT at its default (a background job would ignore it);
+    ``env`` adds to the environment."""
     def child():
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         os.setpgrp()
     return subprocess.Popen([sys.executable, "-m", "hwcheck.cli", *map(str, args)], cwd=cwd, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                            env={**os.environ, "PYTHONUNBUFFERED": "1"}, preexec_fn=child)
+                            env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}, preexec_fn=child)
 
 
 def _ctrl_c(child, stream=None, until=None, after=0.0):

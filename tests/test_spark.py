@@ -6,7 +6,6 @@ One SparkContext (local[2]) is shared by the module: a JVM start costs seconds."
 import json
 import os
 import pickle
-import signal
 import subprocess
 import sys
 import time
@@ -20,6 +19,7 @@ from hwcheck.spec import Config, Model
 from hwcheck.spec.modes import LADDER
 
 from .conftest import run_cli, run_labels
+from .test_interrupts import _ctrl_c, _start
 
 pytestmark = pytest.mark.slow
 
@@ -171,16 +171,6 @@ def test_cli_spark_options_need_the_spark_engine():
     assert proc.stdout == ""
 
 
-def _start_in_own_group(*args, env):
-    """hwcheck in a new process group, SIGINT at its default, as a terminal's foreground job."""
-    def child():
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
-        os.setpgrp()
-    return subprocess.Popen([sys.executable, "-m", "hwcheck.cli", *map(str, args)], text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                            env={**os.environ, "PYTHONUNBUFFERED": "1", **env}, preexec_fn=child)
-
-
 def _group_gone(pgid: int, wait: float = 15.0) -> bool:
     """No process of the group is left (the JVM and Python workers have exited too)."""
     deadline = time.monotonic() + wait
@@ -204,25 +194,11 @@ def test_ctrl_c_stops_spark_cleanly_and_leaves_no_temp_files(tmp_path):
     level runs: the one 'interrupted: covered ...' line, exit 130, no py4j/pyspark traceback,
     every process of the group gone, nothing left in the temp folder."""
     tmp = _private_tmp(tmp_path)
-    child = _start_in_own_group("verify", "--engine=spark", "--master=local[2]", "--replicas=3", "--verbose",
-                                env={"TMPDIR": str(tmp)})
-    seen = []
-    try:
-        for line in child.stderr:
-            seen.append(line)
-            if line.startswith("spark  depth") and int(line.split()[2]) >= 5:
-                break
-        else:
-            raise AssertionError("".join(seen))
-        time.sleep(0.3)
-        os.killpg(child.pid, signal.SIGINT)
-        out, err = child.communicate(timeout=60)
-    finally:
-        if child.poll() is None:
-            os.killpg(child.pid, signal.SIGKILL)
-            child.communicate()
-    err = "".join(seen) + err
-    assert child.returncode == 130, out + err
+    child = _start("verify", "--engine=spark", "--master=local[2]", "--replicas=3", "--verbose",
+                   env={"TMPDIR": str(tmp)})
+    code, out, err = _ctrl_c(child, child.stderr, after=0.3,
+                             until=lambda line: line.startswith("spark  depth") and int(line.split()[2]) >= 5)
+    assert code == 130, out + err
     for word in ("Traceback", "KeyboardInterrupt", "py4j", "Py4J", "pyspark", "Exception", "ERROR", "WARN"):
         assert word not in out + err, out + err
     assert all(line.startswith("spark  depth ") for line in err.splitlines()), err

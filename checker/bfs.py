@@ -415,10 +415,16 @@ def _trace(model, search: _Search, canon, idx: int, invariant: str) -> Trace:
     def index(s):
         return search.table.index_of(fingerprint(canon(s) if canon is not None else s))
 
-    states = [next(s for s in model.init_states() if index(s) == chain[0])]
+    return replay_chain(model, chain, index, invariant)
+
+
+def replay_chain(model, chain: List, key: Callable, invariant: Optional[str]) -> Trace:
+    """The trace along ``chain``, a list of state keys from an initial state on: from the initial
+    state whose ``key`` is ``chain[0]``, at each step the first successor whose key is the next."""
+    states = [next(s for s in model.init_states() if key(s) == chain[0])]
     labels = []
     for target in chain[1:]:
-        label, t = next((lb, u) for lb, u in model.successors(states[-1]) if index(u) == target)
+        label, t = next((lb, u) for lb, u in model.successors(states[-1]) if key(u) == target)
         states.append(t)
         labels.append(label)
     return Trace(states, labels, invariant)

@@ -63,7 +63,7 @@ from typing import Callable, Dict, Iterator, Optional, Tuple
 
 import numpy as np
 
-from .bfs import collision_probability, fingerprint, peak_rss_mb
+from .bfs import collision_probability, fingerprint, peak_rss_mb, replay_chain
 from .result import HOLDS, INTERRUPTED, VIOLATED, Result, Trace
 
 GROUP = 16384     # frontier states expanded per batch (a batch yields one chunk per owner)
@@ -663,10 +663,4 @@ def _trace(sc, model, level, P: int, fp: int, invariant: str, ctrl_c: Optional[C
             break
         chain.append(parent)
     chain.reverse()
-    states = [next(s for s in model.init_states() if fingerprint(s) == chain[0])]
-    labels = []
-    for target in chain[1:]:
-        label, t = next((lb, u) for lb, u in model.successors(states[-1]) if fingerprint(u) == target)
-        states.append(t)
-        labels.append(label)
-    return Trace(states, labels, invariant)
+    return replay_chain(model, chain, fingerprint, invariant)

@@ -5,6 +5,7 @@ writing the files a command names. Every command module imports from here; only 
 from __future__ import annotations
 
 import functools
+import json
 import os
 import sys
 from pathlib import Path
@@ -121,6 +122,15 @@ def write_after_run(path: Path, text: str, what: str) -> bool:
         click.echo(f"hwcheck: cannot write {what} to {path}: {e.strerror} (the verdict stands)", err=True)
         return False
     return True
+
+
+def write_trace(path: Path, doc: dict) -> bool:
+    """Write an ITF document after a search and say where (or that ``path`` refused it, the
+    verdict standing: ``write_after_run``). False when the write failed."""
+    written = write_after_run(path, json.dumps(doc, indent=1) + "\n", "the trace")
+    click.echo(f"trace: {path} (replay with: hwcheck replay {path})" if written
+               else f"trace: not written ({path} refused it)")
+    return written
 
 
 def free_default_path(cfg: Config, invariant: str) -> Path:

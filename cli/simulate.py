@@ -3,7 +3,6 @@ cli/main.py adds it to the group."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
@@ -17,7 +16,7 @@ from hwcheck.checker.trace import to_itf
 from .html import render_html
 from .models import build_model, model_options, settings_line, trace_table
 from .options import (EXIT_HOLDS, EXIT_INTERRUPTED, EXIT_VIOLATION, check_writable, fail, free_default_path,
-                      knob_options, write_after_run)
+                      knob_options, write_after_run, write_trace)
 from .progress import Progress, level as progress_level
 
 DEFAULT_RUNS = 10_000
@@ -115,11 +114,8 @@ def simulate(seed, runs, depth, time_limit, swarm, only, confirm_states, workers
                f"steps ({result.shrink_note})")
     if not quiet:
         click.echo(_table(model, trace))
-    doc = json.dumps(variants.stamp(to_itf(model, trace, "simulate")), indent=1)
     path = out if out is not None else free_default_path(cfg, trace.invariant)
-    written = write_after_run(path, doc + "\n", "the trace")
-    click.echo(f"trace: {path} (replay with: hwcheck replay {path})" if written
-               else f"trace: not written ({path} refused it)")
+    write_trace(path, variants.stamp(to_itf(model, trace, "simulate")))
     if html is not None and write_after_run(html, render_html(model, trace, path.name), "the report"):
         click.echo(f"html: {html}")
     _coverage(result)

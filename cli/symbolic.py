@@ -5,7 +5,6 @@ to the group."""
 from __future__ import annotations
 
 import functools
-import json
 import time
 from typing import List
 
@@ -23,7 +22,7 @@ from hwcheck.spec.state import UNDEFINED, members, replica_name
 
 from . import jsonout
 from .options import (EXIT_HOLDS, EXIT_INTERRUPTED, EXIT_VIOLATION, check_writable, fail, free_default_path,
-                      knob_options, make_config, write_after_run)
+                      knob_options, make_config, write_trace)
 from .models import DESIGN_MODES
 from .render import controller_cell, messages_cell, replica_cell, settings_line, trace_table
 
@@ -80,10 +79,8 @@ def verify_z3(model, depth, checked, out, force, quiet) -> None:
     if not quiet:
         click.echo(trace_table(model, trace, [trace.invariant]))
     path = out if out is not None else free_default_path(model.cfg, trace.invariant)
-    written = write_after_run(path, json.dumps(to_itf(model, trace, engine="z3"), indent=1) + "\n", "the trace")
+    written = write_trace(path, to_itf(model, trace, engine="z3"))
     jsonout.note(violation={"invariant": trace.invariant, "steps": trace.steps, "trace": str(path) if written else None})
-    click.echo(f"trace: {path} (replay with: hwcheck replay {path})" if written
-               else f"trace: not written ({path} refused it)")
     click.echo(f"figures: z3 BMC, {result.depth + 1} depths solved in {result.elapsed:.1f} s")
     raise click.exceptions.Exit(EXIT_VIOLATION)
 

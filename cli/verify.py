@@ -3,7 +3,6 @@ to the group, cli/graph.py extends it with --liveness."""
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
@@ -19,7 +18,7 @@ from hwcheck.spec import ConfigError
 from . import jsonout
 from .models import build_model, model_options, settings_line, trace_table
 from .options import (EXIT_HOLDS, EXIT_INTERRUPTED, EXIT_VIOLATION, check_writable, fail, free_default_path,
-                      knob_options, write_after_run)
+                      knob_options, write_trace)
 from .progress import Progress, level as progress_level
 from .render import figures_line
 from .engines import ENGINES, engine_options, run_spark
@@ -128,13 +127,10 @@ def verify(engine, depth, master, partitions, max_depth, all_invariants, only, o
         click.echo(f"verdict: violated: {trace.invariant} after {trace.steps} steps (a shortest trace)")
         if not quiet:
             click.echo(trace_table(model, trace, [trace.invariant]))
-        doc = json.dumps(variants.stamp(to_itf(model, trace, result.engine)), indent=1)
         path = out if (out is not None and i == 0) else free_default_path(cfg, trace.invariant)
-        written = write_after_run(path, doc + "\n", "the trace")
+        written = write_trace(path, variants.stamp(to_itf(model, trace, result.engine)))
         jsonout.note(violation={"invariant": trace.invariant, "steps": trace.steps,
                                 "trace": str(path) if written else None})
-        click.echo(f"trace: {path} (replay with: hwcheck replay {path})" if written
-                   else f"trace: not written ({path} refused it)")
     click.echo(f"figures: {figures_line(result)}")
     if cut:
         found = ", ".join(t.invariant for t in result.violations)

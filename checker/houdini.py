@@ -21,7 +21,7 @@ The prefilter only saves z3 work: soundness rests on the final unsat query alone
 >>> from hwcheck.checker.symbolic import CONCRETE, Encoding
 >>> enc = Encoding(Model(Config(mode="kip380", records=1)), CONCRETE)
 >>> lemmas = candidates(enc)
->>> sorted({lem.family for lem in lemmas} | {"lookahead"}) == sorted(FAMILIES)
+>>> sorted({lem.family for lem in lemmas} | {"lookahead", "clause"}) == sorted(FAMILIES)
 True
 """
 
@@ -38,7 +38,7 @@ from hwcheck.spec.auxiliary import AUXILIARY, CANDIDATES
 
 from .bmc import BOUNDS, _CTRL_C, Interrupted, Unrolling, _check, _is_ctrl_c, _solver, symbolic_encoding
 from .result import HOLDS, INTERRUPTED, VIOLATED
-from .symbolic import CONCRETE, FETCH, FETCH_RESPONSE, FETCHING, FOLLOWER, LEADER, NO_MSG, NONE, UNDEF, Encoding, Z3
+from .symbolic import CONCRETE, EPOCH_REQUEST, EPOCH_RESPONSE, FETCH, FETCH_RESPONSE, FETCHING, FOLLOWER, LEADER, NO_MSG, NONE, UNDEF, Encoding, Z3
 
 NOT_INDUCTIVE = "not k-inductive"
 
@@ -57,6 +57,12 @@ FAMILIES: Dict[str, str] = {
                    "its office (guards: none, sender a leader, sender at the follower's epoch)",
     "prefix-agreement": "below a replica's HW its log agrees with a leader's (or an ISR member's) log",
     "isr": "the controller's ISR against a leader's view of it",
+    "epoch-answer": "an OffsetsForLeaderEpoch request names its sender's epoch and latest cached epoch; "
+                    "an answer's epoch is within what was asked, its sender never behind the asker, and "
+                    "the follower's log agrees with the sender's below where the answer truncates it",
+    "clause": "clauses of up to three literals over boolean facts of the state (roles, the controller's "
+              "view, messages in flight, how replicas' epochs, LEOs and HWs compare) true in every "
+              "state the prefilter saw",
     "history": "acknowledged and exposed records are held by ISR members, leaders and below the "
                "exposed length",
     "scalar-order": "orderings between offsets and epochs (HW, LEO, leader epochs, controller "
@@ -308,12 +314,76 @@ def _fetch_templates(n: int, L: int) -> List[Lemma]:
                     asked = o.And(m.kind == FETCH, m.peer == l, guard(o, s, l, f))
                     return _imp(o, asked, o.And(m.a == s.reps[f].lepoch, m.b <= rep.leo))
                 out.append(Lemma(f"FetchWithinSender[fetch(r{f}) to r{l},{g}]", "fetch-slice", fetch_epoch))
+
+                def resp_at_leo(enc, s, f=f, l=l, guard=guard):
+                    """The records answer the Fetch, whose offset was the follower's LEO, which
+                    nothing moves while the answer is in flight: they start at that LEO."""
+                    o, m, rep = enc.o, s.msgs[f], s.reps[f]
+                    sent = o.And(m.kind == FETCH_RESPONSE, m.peer == l, guard(o, s, l, f))
+                    return _imp(o, sent, o.And(m.start == rep.leo, rep.leo <= m.b))
+                out.append(Lemma(f"ResponseAtFetchOffset[resp(r{f}) of r{l},{g}]", "fetch-slice", resp_at_leo))
+        o_guards = (("always", lambda o, s, f: True),
+                    ("not out of range", lambda o, s, f: s.msgs[f].start < s.msgs[f].b))
+
+        for g, guard in o_guards:
+            def fetch_at_leo(enc, s, f=f, guard=guard):
+                """A Fetch asks from the follower's LEO, which nothing moves while it is in flight."""
+                o, m = enc.o, s.msgs[f]
+                return _imp(o, o.And(m.kind == FETCH, guard(o, s, f)), m.b == s.reps[f].leo)
+            out.append(Lemma(f"FetchAtLeo[fetch(r{f}),{g}]", "fetch-slice", fetch_at_leo))
+
+            def resp_at_leo_any(enc, s, f=f, guard=guard):
+                o, m, rep = enc.o, s.msgs[f], s.reps[f]
+                return _imp(o, o.And(m.kind == FETCH_RESPONSE, guard(o, s, f)), m.start == rep.leo)
+            out.append(Lemma(f"ResponseAtFetchOffset[resp(r{f}),{g}]", "fetch-slice", resp_at_leo_any))
     return out
 
 
 def _agreement(o, a_rep, b_rep, upto, L):
     return o.And(*[_imp(o, j < upto, o.And(j < b_rep.leo, a_rep.log[j][0] == b_rep.log[j][0],
                                            a_rep.log[j][1] == b_rep.log[j][1])) for j in range(L)])
+
+
+def _epoch_answer_templates(n: int, L: int) -> List[Lemma]:
+    """OffsetsForLeaderEpoch (KIP-101): what a request and its answer can say while in flight, and
+    the follower half of a faithful answer (the sender half is spec/auxiliary.py's
+    EpochAnswerCutsSenderLog)."""
+    out = []
+    for f in range(n):
+        def request(enc, s, f=f):
+            o, m, rep = enc.o, s.msgs[f], s.reps[f]
+            return _imp(o, m.kind == EPOCH_REQUEST, o.And(m.a == rep.lepoch, m.b == enc.latest_epoch(rep)))
+        out.append(Lemma(f"EpochRequestNamesLatest[req(r{f})]", "epoch-answer", request))
+
+        def within(enc, s, f=f):
+            o, m, rep = enc.o, s.msgs[f], s.reps[f]
+            return _imp(o, o.And(m.kind == EPOCH_RESPONSE, m.a != UNDEF),
+                        o.And(m.a <= enc.latest_epoch(rep), m.a <= rep.lepoch))
+        out.append(Lemma(f"EpochAnswerWithinRequest[resp(r{f})]", "epoch-answer", within))
+        for l in range(n):
+            if l == f:
+                continue
+            for kind, what in ((EPOCH_RESPONSE, "answer"), (FETCH_RESPONSE, "FetchResponse"),
+                               (EPOCH_REQUEST, "request"), (FETCH, "Fetch")):
+                def not_behind(enc, s, f=f, l=l, kind=kind):
+                    """Answered at the asker's epoch (KIP-320), and a leader's epoch only grows."""
+                    o, m, rl = enc.o, s.msgs[f], s.reps[l]
+                    return _imp(o, o.And(m.kind == kind, m.peer == l, rl.alive, rl.role == LEADER),
+                                rl.lepoch >= s.reps[f].lepoch)
+                out.append(Lemma(f"SenderNotBehind[{what} of r{f} with r{l} leading]", "epoch-answer", not_behind))
+
+            for g, guard in (("sender at its epoch", lambda o, s, f, l: o.And(s.reps[l].alive, s.reps[l].role == LEADER,
+                                                                                s.reps[l].lepoch == s.reps[f].lepoch)),
+                             ("sender in office", lambda o, s, f, l: _in_office(o, s, l))):
+                def agrees(enc, s, f=f, l=l, guard=guard):
+                    """Where the answer truncates the follower (when it ends the truncation), the
+                    follower's log is a prefix of the sender's."""
+                    o, m, rf, rl = enc.o, s.msgs[f], s.reps[f], s.reps[l]
+                    offset, done = enc.follower_truncation(rf, m.a, m.b)
+                    applies = o.And(m.kind == EPOCH_RESPONSE, m.peer == l, guard(o, s, f, l), done)
+                    return _imp(o, applies, o.And(offset <= rl.leo, _agreement(o, rf, rl, offset, L)))
+                out.append(Lemma(f"EpochAnswerAgrees[resp(r{f}) of r{l}, {g}]", "epoch-answer", agrees))
+    return out
 
 
 def _agreement_templates(n: int, L: int) -> List[Lemma]:
@@ -604,6 +674,93 @@ def _implication_templates(n: int) -> List[Lemma]:
     return out
 
 
+# ---------------------------------------------------------------- clauses over boolean atoms
+
+def state_atoms(o, s) -> List[Tuple[str, object]]:
+    """The boolean facts the clause family is built from: each replica's (``_atoms``), the kind
+    of each message in flight and its peer, and how two replicas' epochs, LEOs and HWs compare."""
+    n = len(s.reps)
+    out = []
+    for r in range(n):
+        out += [(f"r{r} {name}", term) for name, term in _atoms(o, s, r)]
+        rep = s.reps[r]
+        out += [(f"r{r} hw = leo", rep.hw == rep.leo), (f"r{r} truncating again", rep.truncating == 2)]
+        m = s.msgs[r]
+        out += [(f"r{r} sent {what}", m.kind == kind) for kind, what in
+                ((FETCH, "a Fetch"), (FETCH_RESPONSE, "a FetchResponse"), (EPOCH_REQUEST, "an epoch request"),
+                 (EPOCH_RESPONSE, "an epoch answer"))]
+        if n > 2:
+            out += [(f"r{r}'s message is with r{p}", m.peer == p) for p in range(n) if p != r]
+            out += [(f"r{r}'s stale fetch is with r{p}", s.stale[r].peer == p) for p in range(n) if p != r]
+            out += [(f"r{r} follows r{p}", rep.leader == p) for p in range(n) if p != r]
+    for a in range(n):
+        for b in range(a + 1, n):
+            ra, rb = s.reps[a], s.reps[b]
+            for what, x, y in (("epoch", ra.lepoch, rb.lepoch), ("leo", ra.leo, rb.leo), ("hw", ra.hw, rb.hw)):
+                out += [(f"r{a} {what} = r{b} {what}", x == y), (f"r{a} {what} < r{b} {what}", x < y)]
+    return out
+
+
+def clause_lemmas(cenc: Encoding, states: Sequence, size: int = 3) -> List[Lemma]:
+    """Every clause of at most ``size`` literals over ``state_atoms`` that holds in all ``states``
+    and is not subsumed by a shorter one that does (family ``clause``). Computed on the set of
+    atom valuations seen, so it costs little whatever the number of states.
+
+    >>> from hwcheck.spec import Config, Model
+    >>> from hwcheck.checker.symbolic import CONCRETE, Encoding
+    >>> model = Model(Config(mode="kip380", records=1, crashes=1))
+    >>> lemmas = clause_lemmas(Encoding(model, CONCRETE), reachable(model)[0])
+    >>> any(lem.name == "not r0 alive -> not r0 leader" for lem in lemmas)
+    True
+    """
+    import itertools
+
+    import numpy as np
+    if not states:
+        return []
+    names = [name for name, _ in state_atoms(cenc.o, cenc.of_state(states[0]))]
+    seen = {tuple(bool(t) for _, t in state_atoms(cenc.o, cenc.of_state(st))) for st in states}
+    P = np.array(sorted(seen), dtype=bool)                  # valuations x atoms
+    k = len(names)
+    # a literal is (atom, polarity); a clause holds when no valuation makes all its literals false
+    holds1 = {(i, v) for i in range(k) for v in (True, False) if (P[:, i] == v).all()}
+    holds: List[Tuple[Tuple[int, bool], ...]] = [((i, v),) for i, v in sorted(holds1)]
+    fixed = {i for i, _ in holds1}
+    free = [i for i in range(k) if i not in fixed]
+    holds2 = set()
+    for i, j in itertools.combinations(free, 2):
+        for vi, vj in itertools.product((True, False), repeat=2):
+            if not ((P[:, i] != vi) & (P[:, j] != vj)).any():
+                holds2.add(((i, vi), (j, vj)))
+    holds += sorted(holds2)
+    if size >= 3:
+        for i, j in itertools.combinations(free, 2):
+            for vi, vj in itertools.product((True, False), repeat=2):
+                if ((i, vi), (j, vj)) in holds2:
+                    continue
+                rows = P[(P[:, i] != vi) & (P[:, j] != vj)]    # the valuations the first two leave open
+                for m in free:
+                    if m <= j:
+                        continue
+                    for vm in (True, False):
+                        if ((i, vi), (m, vm)) in holds2 or ((j, vj), (m, vm)) in holds2:
+                            continue
+                        if not (rows[:, m] != vm).any():
+                            holds.append(((i, vi), (j, vj), (m, vm)))
+
+    def text(lits):
+        """a -> b, or a & b -> c: the clause's last literal is the conclusion."""
+        pre = [("" if not v else "not ") + names[i] for i, v in lits[:-1]]
+        i, v = lits[-1]
+        post = ("" if v else "not ") + names[i]
+        return f"{' & '.join(pre)} -> {post}" if pre else post
+
+    def term(enc, s, lits):
+        atoms = [t for _, t in state_atoms(enc.o, s)]
+        return enc.o.Or(*[atoms[i] if v else enc.o.Not(atoms[i]) for i, v in lits])
+    return [Lemma(text(lits), "clause", lambda enc, s, lits=lits: term(enc, s, lits)) for lits in holds]
+
+
 RECEIVE = ("follower_handle_fetch", "follower_handle_epoch_response", "leader_handle_fetch",
            "leader_handle_stale_fetch")
 
@@ -670,7 +827,8 @@ def candidates(enc: Encoding, families: Optional[Sequence[str]] = None) -> List[
     hand-written lemmas; names are unique."""
     n, L, C = enc.n, enc.L, enc.C
     out = (_record_templates(n, L) + _epoch_templates(n, L, C, enc.assign_rule is not None) + _fetch_templates(n, L)
-           + _agreement_templates(n, L) + _isr_templates(n) + _history_templates(n, L, enc.assign_rule is not None)
+           + _agreement_templates(n, L) + (_epoch_answer_templates(n, L) if enc.assign_rule is not None else [])
+           + _isr_templates(n) + _history_templates(n, L, enc.assign_rule is not None)
            + _scalar_templates(n) + _implication_templates(n)
            + hand_written())
     if families is not None:
@@ -802,6 +960,11 @@ def _discover(model, d: Discovery, limit, extra, families, say, max_rounds) -> N
             d.seconds["prefilter"] = time.monotonic() - t0
             return
     kept, d.rejected = prefilter(cenc, lemmas, states)
+    if families is None or "clause" in families:
+        clauses = clause_lemmas(cenc, states)
+        kept += clauses
+        lemmas += clauses
+        d.generated += len(clauses)
     d.seconds["prefilter"] = time.monotonic() - t0
     say(f"prefilter: {len(kept)} of {len(lemmas)} candidates hold in the {len(states)} states bfs reached"
         f"{'' if d.reachable_complete else ' (the first levels only)'} ({d.seconds['prefilter']:.1f} s)")

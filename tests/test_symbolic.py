@@ -24,10 +24,13 @@ from .conftest import exact_reachable, run_cli, run_labels
 # per mode, runs whose reachable states are sampled: the defaults (2 replicas, 2 records, 2 crashes:
 # failovers, controlled shutdowns, session expiry, stale fetches), power failures with acks=1 and
 # unclean election, power failures with min ISR 2 (and the HW from before the update), 3 replicas
-# with min ISR 2; every run but the last has crashes, so fetches outlive their senders in all
+# with min ISR 2; every run but the last has crashes, so fetches outlive their senders in all. The
+# same runs serve every rung of the ladder: in the 2.8+ modes they also reach diverging Fetches,
+# stale broker epochs, an ELR, elections of an ELR member and of the last known leader (the deeper
+# states of those rules are checked near the gate's traces below)
 RUNS = [dict(), dict(power_failures=1, acks="1", unclean_election=True),
         dict(power_failures=1, min_isr=2, response_hw="before"), dict(replicas=3, records=1, min_isr=2)]
-AGREEMENT_RUNS = {mode: RUNS for mode in ("hw", "kip101", "kip279", "kip320", "kip380")}
+AGREEMENT_RUNS = {mode.name: RUNS for mode in LADDER}
 PER_MODE = 1000
 PREFIX = 12000          # the sample is drawn from the first states bfs reaches in each run
 
@@ -135,6 +138,62 @@ def test_encoding_agrees_past_an_intermediate_truncation_step(mode, variant):
         assert_agrees(enc, model, s)
 
 
+# the starts of the gate's newest traces (pyproject.toml [tool.hwcheck.gate.*], the shortest bfs
+# finds): kafka10554-kafka-13141 and kafka13141-kafka-14704 share their first 7 steps, up to the
+# Fetch of a follower whose last epoch its new leader lacks; kip966-kafka-19522 takes 6 steps to
+# an empty ISR and ELR whose last known leader is fenced
+DIVERGING_FETCH = [
+    ("produce", 0), ("controlled_shutdown_leader", 0, 1), ("restart", 0), ("become_leader", 1), ("produce", 1),
+    ("become_follower", 0), ("send_fetch", 0),
+]
+FENCED_LAST_LEADER = [
+    ("produce", 0), ("shrink_isr", 0, 1), ("crash", 0), ("controller_handle_failure", 0), ("restart", 0),
+    ("controlled_shutdown", 0),
+]
+
+
+def _diverging_answer(s):
+    return any(m and m[0] == 2 and m[5] != -1 for m in s.inflight)
+
+
+def _hw_spent(s):
+    return any(m and m[0] == 2 and m[3] == -1 for m in s.inflight)
+
+
+def _last_known_only(s):
+    c = s.controller
+    return c.leader == -1 and not c.isr and not c.elr and c.last_known_elr
+
+
+@pytest.mark.parametrize("mode, labels, kw", [
+    ("kafka10554", DIVERGING_FETCH, dict()), ("kafka13141", DIVERGING_FETCH, dict(power_failures=1)),
+    ("kip903", DIVERGING_FETCH, dict()), ("kafka15583", DIVERGING_FETCH, dict(min_isr=2, acks="1")),
+    ("kip966", FENCED_LAST_LEADER, dict(crashes=3)), ("kafka19522", FENCED_LAST_LEADER, dict(unclean_election=True))])
+def test_encoding_agrees_near_the_gates_newest_traces(mode, labels, kw):
+    """States a bfs prefix reaches rarely or not at all, around the rules of 2.8+: diverging Fetches
+    and their answers (with the HW applied before the truncation up to 3.4), KIP-903's broker epochs,
+    the last known leader's election with ISR and ELR empty (fenced: KAFKA-19522)."""
+    model = Model(Config(mode=mode, **kw))
+    enc = Encoding(model, CONCRETE)
+    start = run_labels(model, labels)[-1]
+    states = near(model, start, 1500)
+    for i, s in enumerate(states):
+        assert_agrees(enc, model, s, bounds=i % 5 == 0)
+    mode_rules = MODES[mode]
+    if mode_rules.truncate_on_fetch and labels is DIVERGING_FETCH:
+        assert sum(map(_diverging_answer, states)) > 20
+        assert (sum(map(_hw_spent, states)) > 20) == mode_rules.hw_before_truncation
+    if mode_rules.broker_epochs:
+        assert any(any(s.controller.broker_epochs) for s in states)
+    if mode_rules.strict_min_isr and model.cfg.min_isr == 2:      # a leader below min ISR holds its HW back
+        assert any(rep.role == 1 and bin(rep.isr).count("1") < 2 and rep.hw < rep.leo for s in states
+                   for rep in s.replicas)
+    if labels is FENCED_LAST_LEADER:
+        elections = [s for s in states if _last_known_only(s)
+                     and any(label[0] == "elect_offline" for label, _ in model.successors(s))]
+        assert elections and any(not s.controller.live & s.controller.last_known_elr for s in elections)
+
+
 def _caches(most=2, epochs=4, starts=4):
     """Every epoch cache of at most ``most`` entries, epochs and starts strictly increasing."""
     for k in range(most + 1):
@@ -214,15 +273,13 @@ def test_modes_the_encoding_cannot_express_are_refused_in_one_line(variant):
             bmc(Model(Config(mode=name)), 1)
         message = str(e.value)
         assert "\n" not in message and name in message and what in message and "bfs" in message, message
-    for mode in [m.name for m in LADDER if m.truncate_on_fetch or m.elr] + ["epoch"]:
-        with pytest.raises(ConfigError) as e:
-            Encoding(Model(Config(mode=mode)), CONCRETE)
-        message = str(e.value)
-        assert "\n" not in message and "does not cover mode" in message and "bfs" in message, message
     for knobs in (dict(disk_losses=1), dict(follower_reads=True)):
-        with pytest.raises(ConfigError, match="does not encode"):
-            Encoding(Model(Config(mode="kip380", **knobs)), CONCRETE)
-    Encoding(Model(Config(mode="kafka10706")), CONCRETE)           # the KAFKA-10706 trim is encoded
+        for mode in ("kip380", "epoch"):
+            with pytest.raises(ConfigError, match="does not encode") as e:
+                Encoding(Model(Config(mode=mode, **knobs)), CONCRETE)
+            assert "\n" not in str(e.value) and "bfs" in str(e.value)
+    for mode in [m.name for m in LADDER] + ["epoch"]:        # every rung, up to the newest, is encoded
+        Encoding(Model(Config(mode=mode)), CONCRETE)
     model = Model(Config(mode=variant("kip320", "z3-no-epoch-start", expand_waits_for_epoch_start=False,
                                       follow_on_new_epoch=False, trim_cache_at_leo=True)))
     enc = Encoding(model, CONCRETE)
@@ -389,3 +446,10 @@ def test_cli_verify_z3_and_prove(tmp_path):
     assert "stale:" in r.stdout and "live=" in r.stdout
     r = run_cli("prove", "--invariant", "Nope")
     assert r.returncode == 2 and "unknown invariant" in r.stderr
+
+
+def test_bmc_finds_the_fenced_last_leader_election_in_as_many_steps_as_bfs():
+    """The gate's row kip966-kafka-19522 (7 steps): with ISR and ELR empty the controller elects the
+    last known leader while it is fenced (KAFKA-19522); the cheapest newest-mode row the z3 engine
+    runs (kafka13141-kafka-14704 takes 9 steps, kafka10554-kafka-13141 11)."""
+    _bmc_matches_bfs(Config(mode="kip966"), ["LeaderUnfenced"])

@@ -453,3 +453,11 @@ def test_bmc_finds_the_fenced_last_leader_election_in_as_many_steps_as_bfs():
     last known leader while it is fenced (KAFKA-19522); the cheapest newest-mode row the z3 engine
     runs (kafka13141-kafka-14704 takes 9 steps, kafka10554-kafka-13141 11)."""
     _bmc_matches_bfs(Config(mode="kip966"), ["LeaderUnfenced"])
+
+
+@pytest.mark.slow
+def test_bmc_finds_the_hw_before_truncation_divergence_in_as_many_steps_as_bfs():
+    """The gate's row kafka13141-kafka-14704 (9 steps, about 30 s of CPU): the follower applies the
+    HW of a diverging response before it truncates (KAFKA-14704). (kafka10554-kafka-13141, 11 steps,
+    takes about 190 s.)"""
+    _bmc_matches_bfs(Config(mode="kafka13141"), ["NoLogDivergence"])

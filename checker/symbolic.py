@@ -423,7 +423,8 @@ class Encoding:
         reps = []
         for rep in s.replicas:
             remote = tuple(rep.remote_leo) if rep.remote_leo else (0,) * n
-            rbe = (tuple(rep.remote_broker_epoch) if rep.remote_broker_epoch else (0,) * n) if mode.broker_epochs else ()
+            rbe = ((tuple(rep.remote_broker_epoch) if rep.remote_broker_epoch else (0,) * n)
+                   if mode.broker_epochs else ())
             reps.append(SRep(bool(rep.alive), rep.role, rep.leader_epoch, rep.leader, bits(rep.isr),
                              slots(rep.log, L), len(rep.log), rep.hw, rep.flushed, slots(rep.epoch_cache, C),
                              len(rep.epoch_cache), rep.truncating, remote, rbe, bool(rep.clean_shutdown)))
@@ -769,7 +770,7 @@ class Encoding:
         moved = self._set(s, l, rep._replace(hw=low))._replace(hist=h._replace(exposed=exposed, xlen=xlen,
                                                                                acked=acked))
         stays = low <= rep.hw
-        if self.mode.strict_min_isr:
+        if self.mode.strict_min_isr:      # actions.advance_hw, KAFKA-15583
             stays = o.Or(o.Sum(rep.isr) < cfg.min_isr, stays)
         return ite(o, stays, s, moved)
 
@@ -853,7 +854,8 @@ class Encoding:
         rbe = tuple(m.d if x == f else v for x, v in enumerate(leader.rbe))   # empty without broker epochs
         t = self.advance_hw(self._set(s, l, leader._replace(remote=remote, rbe=rbe)), l)
         if not mode.diverging_fetch_updates_follower:
-            t = ite(o, diverging, s, t)      # KAFKA-13141: a diverging Fetch leaves f's fetch state alone
+            # actions._read_for_follower, KAFKA-13141's fix: a diverging Fetch leaves f's fetch state alone
+            t = ite(o, diverging, s, t)
         hw = leader.hw if self.cfg.response_hw == "before" else t.reps[l].hw
         recs = tuple(ite(o, o.And(j >= offset, o.Not(diverging)), e, ZERO) for j, e in enumerate(leader.log))
         cd = (o.If(diverging, epoch, UNDEF), o.If(diverging, end, UNDEF)) if self.tof else ()
@@ -903,7 +905,7 @@ class Encoding:
         new = self.append(new, entries, m.b - m.start)
         new = new._replace(hw=tmin(o, new.leo, m.a))
         t = self._send(self._set(s, f, new), f, self._none())
-        if self.tof:
+        if self.tof:                      # actions.follower_handle_fetch: a diverging answer truncates
             t = ite(o, m.c != UNDEF, self._truncate_on_fetch_response(s, f), t)
         return guard, t
 
@@ -983,6 +985,7 @@ class Encoding:
         guard = o.Not(rep.alive)
         if self.mode.restart_after_detection:
             guard = o.And(guard, o.Not(c.live[r]))
+        # actions.restart: the marker is consumed, the controller registers r (actions._registered)
         t = self._set(s, r, rep._replace(alive=True, clean=False if self.mode.elr else rep.clean))
         return guard, self._with_ctl(t, self._registered(c, r, rep))
 
@@ -994,7 +997,7 @@ class Encoding:
         ``isr_removal_bumps_epoch`` is off (KRaft 3.6+)."""
         o, c, mode = self.o, s.ctl, self.mode
         leads = c.leader == r
-        if mode.elr:            # the ISR may empty (KIP-966)
+        if mode.elr:            # actions._broker_gone, keeps_last false: the ISR may empty (KIP-966)
             removing = o.And(o.Not(leads), c.isr[r])
             isr = self._bit(c.isr, r, False)
         else:
@@ -1022,7 +1025,7 @@ class Encoding:
 
     def elect_offline(self, s, r):
         o, c, cfg = self.o, s.ctl, self.cfg
-        if self.mode.elr:
+        if self.mode.elr:                 # actions.elect_offline -> actions._elect_with_elr
             return self._elect_with_elr(s, r)
         live_isr = tuple(o.And(b, up) for b, up in zip(c.isr, c.live))
         eligible = o.Or(live_isr[r], o.And(cfg.unclean_election, o.Not(o.Or(*live_isr))))
@@ -1064,7 +1067,7 @@ class Encoding:
         o, rep, cfg = self.o, s.reps[r], self.cfg
         if cfg.power_failures:       # flushed points matter only while a power failure is left
             rep = ite(o, s.hist.pfails < cfg.power_failures, rep._replace(flushed=rep.leo), rep)
-        if self.mode.elr:            # the clean-shutdown marker (KAFKA-15586)
+        if self.mode.elr:            # actions._shutdown_cleanly: the clean-shutdown marker (KAFKA-15586)
             rep = rep._replace(clean=True)
         ok, t = self._broker_gone(self._stop(s, r, rep), r)
         return ok, self._count_crash(t)
@@ -1087,7 +1090,7 @@ class Encoding:
 
     def become_leader(self, s, r):
         o, c, rep = self.o, s.ctl, s.reps[r]
-        # KRaft 3.6+: an ISR change without a new leader epoch is applied too (KAFKA-15021)
+        # actions.become_leader, isr_update: KRaft 3.6+ applies an ISR change at the same epoch (KAFKA-15021)
         isr_update = o.And(rep.role == LEADER, c.epoch == rep.lepoch, o.Not(equal(o, rep.isr, c.isr)))
         guard = o.And(rep.alive, c.leader == r, o.Or(c.epoch > rep.lepoch, isr_update))
         cache, clen = rep.cache, rep.clen
@@ -1106,7 +1109,7 @@ class Encoding:
                            remote=(0,) * self.n, rbe=(0,) * len(rep.rbe))
         if not self.mode.epochs:
             new = self.truncate(new, new.hw)._replace(truncating=FETCHING)
-        elif self.tof:         # 2.8+: fetching from the LEO at once (ReplicaManager.initialFetchOffset)
+        elif self.tof:         # actions.become_follower, 2.8+: fetching from the LEO at once (initialFetchOffset)
             new = new._replace(truncating=FETCHING)
         else:
             new = new._replace(truncating=o.If(new.clen > 0, TRUNCATING, FETCHING))
@@ -1130,7 +1133,7 @@ class Encoding:
                       remote != UNDEF, remote >= rep.hw)
         if self.mode.expand_waits_for_epoch_start:
             guard = o.And(guard, remote >= self.epoch_start(rep, rep.lepoch))
-        if self.mode.isr_only_live:       # KIP-841: the controller refuses a fenced broker
+        if self.mode.isr_only_live:       # actions.expand_isr, KIP-841: the controller refuses a fenced broker
             guard = o.And(guard, s.ctl.live[f])
         if self.mode.broker_epochs:       # KIP-903: and a broker epoch other than the registered one
             guard = o.And(guard, rep.rbe[f] == s.ctl.bepochs[f])

@@ -287,6 +287,22 @@ def test_modes_the_encoding_cannot_express_are_refused_in_one_line(variant):
         assert_agrees(enc, model, s)
 
 
+def test_variants_mixing_the_newest_rules_are_encoded(variant):
+    """The boolean rules of the 2.8+ modes are independent branches: a variant that combines them
+    as no release does (ELR with the epoch bump on ISR removal and KAFKA-13141/14704's bugs; ELR
+    and broker epochs on 2.8's rules with 2.0's makeFollower) agrees with the spec too."""
+    mixes = [variant("kafka19522", "z3-mix-elr-bugs", isr_removal_bumps_epoch=True, hw_before_truncation=True,
+                     diverging_fetch_updates_follower=True, elect_fenced_last_leader=True),
+             variant("kafka10554", "z3-mix-kraft-on-2.8", broker_epochs=True, strict_min_isr=True,
+                     isr_only_live=True, elr=True, follow_on_new_epoch=False)]
+    for name in mixes:
+        for kw in (dict(), dict(power_failures=1, min_isr=2, response_hw="before")):
+            model = Model(Config(mode=name, **kw))
+            enc = Encoding(model, CONCRETE)
+            for s in random.Random(2).sample(reachable(model, 6000), 150):
+                assert_agrees(enc, model, s, bounds=True)
+
+
 Z3_PER_MODE = 80
 
 

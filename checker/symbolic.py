@@ -10,10 +10,12 @@ with plain Python values (``CONCRETE``) so that the agreement test can evaluate 
 guards and effects on ten thousand states in seconds.
 
 Modes. The rules of a mode (spec/modes.py) select the encoding's branches: the boolean rules as
-they are; the release functions of spec/log.py (``assign``, ``end_offset_for``) by identity, each
-with its own copy here (``ASSIGN``, ``END_OFFSET_FOR``). A mode that replaces action functions, or
-names a release function this encoding has no copy of, is refused with a ConfigError
-(``check_covered``): the bfs engine runs it.
+they are, every rung of the ladder from ``hw`` to the newest (truncation on fetch, KRaft's broker
+epochs, strict min ISR, Eligible Leader Replicas); the release functions of spec/log.py
+(``assign``, ``end_offset_for``) by identity, each with its own copy here (``ASSIGN``,
+``END_OFFSET_FOR``). A mode that replaces action functions, or names a release function this
+encoding has no copy of, and a run with disk losses or follower reads, are refused with a
+ConfigError (``check_covered``): the bfs engine runs them.
 
 Layout of a state (``n`` replicas, ``L = records`` log slots, ``C`` epoch-cache slots):
 
@@ -22,10 +24,17 @@ Layout of a state (``n`` replicas, ``L = records`` log slots, ``C`` epoch-cache 
 - an epoch cache is ``C = min(max_epoch, records) + 1`` slots of ``(epoch, start)`` with a length
   (epochs and starts strictly increase, so that many entries at most);
 - ``truncating`` is 0/1/2 (fetching, truncating, truncating again after an intermediate step);
+- with broker epochs (KIP-903) a leader's view of each follower's broker epoch (``rbe``, 0 on
+  other roles); with ELR (KIP-966) the clean-shutdown marker (``clean``); fields a mode lacks are
+  empty tuples or constants;
 - the controller: leader, epoch, the ISR and the brokers it believes live (``n`` booleans each);
+  with broker epochs each broker's epoch; with ELR the ELR and the last known ELR (``n`` booleans);
 - in-flight messages: per follower a kind (0 = none), the leader, two fields ``a``/``b``, and for
   a FetchResponse the records at their absolute offsets ``start .. b-1`` (``b`` = leader's LEO);
-- stale requests: per follower none or one abandoned Fetch (kind, leader, epoch, offset);
+  with truncation on fetch two more fields ``c``/``d`` (a Fetch: last fetched epoch, broker epoch;
+  a FetchResponse: the diverging epoch and its end offset, UNDEFINED when none);
+- stale requests: per follower none or one abandoned Fetch (kind, leader, epoch, offset, and
+  ``c``/``d`` as a Fetch's);
 - history: ``produced``, ``acked`` per record, ``exposed`` per offset with a length, counters.
 
 Every action whose effect would leave this layout (a log longer than ``L``, ...) is disabled in
@@ -158,8 +167,9 @@ def z3_ops(width: Optional[int] = None) -> _Z3Ops:
 
 def bv_width(cfg) -> int:
     """Bits (signed) for every value the encoding computes: offsets up to twice the records
-    (a LEO plus a response's records), epochs + 1, counters + 1; two bits of headroom."""
-    top = max(2 * cfg.records + 2, cfg.max_epoch + 2, cfg.crashes + 2, cfg.power_failures + 2, cfg.replicas + 2)
+    (a LEO plus a response's records), epochs + 1, counters + 1 (a broker epoch counts the restarts,
+    at most crashes + power failures); two bits of headroom."""
+    top = max(2 * cfg.records + 2, cfg.max_epoch + 2, cfg.crashes + cfg.power_failures + 2, cfg.replicas + 2)
     return top.bit_length() + 2
 
 
@@ -224,6 +234,8 @@ class SRep(NamedTuple):
     clen: object
     truncating: object  # FETCHING / TRUNCATING / TRUNCATING_AGAIN
     remote: tuple       # n ints (meaningful on a leader only; 0 otherwise)
+    rbe: tuple = ()     # broker_epochs: n ints, a leader's remote broker epochs (0 on other roles)
+    clean: object = False   # elr: the clean-shutdown marker (KAFKA-15586)
 
 
 class SCtl(NamedTuple):
@@ -231,6 +243,9 @@ class SCtl(NamedTuple):
     epoch: object
     isr: tuple          # n booleans
     live: tuple         # n booleans: the brokers the controller believes up
+    bepochs: tuple = ()  # broker_epochs: n ints, each broker's epoch
+    elr: tuple = ()     # elr: n booleans, Eligible Leader Replicas
+    lke: tuple = ()     # elr: n booleans, the last known ELR (last known leader)
 
 
 class SMsg(NamedTuple):
@@ -240,6 +255,8 @@ class SMsg(NamedTuple):
     b: object           # Fetch: fetch offset; FetchResponse: leader LEO; EpochRequest: requested; EpochResponse: end
     start: object       # FetchResponse: offset of its first record (= b - number of records)
     recs: tuple         # FetchResponse: L (record, epoch) slots at absolute offsets start .. b-1
+    c: object = 0       # truncate_on_fetch: Fetch: last fetched epoch; FetchResponse: diverging epoch
+    d: object = 0       # truncate_on_fetch: Fetch: broker epoch (0 before KIP-903); FetchResponse: its end
 
 
 class SStale(NamedTuple):
@@ -247,6 +264,8 @@ class SStale(NamedTuple):
     peer: object        # the leader it was sent to
     a: object           # its current leader epoch
     b: object           # its fetch offset
+    c: object = 0       # truncate_on_fetch: its last fetched epoch
+    d: object = 0       # truncate_on_fetch: its broker epoch
 
 
 class SHist(NamedTuple):
@@ -278,10 +297,6 @@ def _release(fn, known) -> Optional[str]:
     return next((tag for f, tag in known if fn is f), None)
 
 
-# rules of the 2.7+ modes (spec/modes.py) that this encoding has no branch for
-NOT_ENCODED = ("truncate_on_fetch", "isr_only_live", "broker_epochs", "strict_min_isr", "elr")
-
-
 def check_covered(model) -> None:
     """Refuse (one-line ConfigError) a run this encoding cannot express: a mode that replaces
     action functions or names an assign / end_offset_for of its own, or a spec with an action this
@@ -306,10 +321,8 @@ def check_covered(model) -> None:
         why = "it has epochs but no end_offset_for"
     elif mode.cache_on_become_leader and mode.assign is None:
         why = "it caches the epoch on becoming leader but has no assign"
-    else:
-        newer = [rule for rule in NOT_ENCODED if getattr(mode, rule)]
-        if newer:
-            why = f"the encoding stops at 2.6 and this mode has {', '.join(newer)}"
+    elif mode.truncate_on_fetch and not mode.epochs:
+        why = "it truncates on fetch without epochs"
     if why is not None:
         raise ConfigError(f"the z3 engine does not cover mode {mode.name}: {why} (use the bfs engine)")
 
@@ -332,6 +345,12 @@ class Encoding:
         self.n, self.L = cfg.replicas, cfg.records
         self.C = min(cfg.max_epoch, cfg.records) + 1
         self.tracks_flushed = cfg.power_failures > 0     # flushed points exist only with power failures
+        # truncation on fetch (2.8+): Fetch and FetchResponse carry two more fields, no follower
+        # ever truncates by OffsetsForLeaderEpoch (truncating stays FETCHING)
+        self.tof = mode.truncate_on_fetch
+        self.truncates = mode.epochs and not self.tof
+        # a broker epoch counts a broker's registrations after a restart: at most one per stop
+        self.max_broker_epoch = cfg.crashes + cfg.power_failures
         self.instances: List[Tuple] = []
         for name, arity in ACTION_TABLE:
             args = [(r,) for r in range(self.n)] if arity == 1 else \
@@ -352,23 +371,34 @@ class Encoding:
 
         def pairs(tag, k):
             return tuple((I(f"{tag}_{j}_0"), I(f"{tag}_{j}_1")) for j in range(k))
-        epochs, cached = self.mode.epochs, self.assign_rule is not None
+        cached, mode, tof = self.assign_rule is not None, self.mode, self.tof
+
+        def ints(tag, on):
+            return tuple(I(f"{tag}{x}") for x in range(n)) if on else ()
+
+        def bools(tag, on):
+            return tuple(B(f"{tag}{x}") for x in range(n)) if on else ()
 
         def rep(r):
             # fields a run can never change are constants, not variables (no cache without an
-            # assign, no truncation state without epochs, nothing flushed without power failures)
+            # assign, no truncation state without OffsetsForLeaderEpoch, nothing flushed without
+            # power failures, no clean-shutdown marker without ELR)
             return SRep(B(f"{p}r{r}alive"), I(f"{p}r{r}role"), I(f"{p}r{r}lepoch"), I(f"{p}r{r}leader"),
                         tuple(B(f"{p}r{r}isr{x}") for x in range(n)), pairs(f"{p}r{r}log", L),
                         I(f"{p}r{r}leo"), I(f"{p}r{r}hw"), I(f"{p}r{r}flushed") if self.tracks_flushed else 0,
                         pairs(f"{p}r{r}cache", C) if cached else (ZERO,) * C,
-                        I(f"{p}r{r}clen") if cached else 0, I(f"{p}r{r}trunc") if epochs else FETCHING,
-                        tuple(I(f"{p}r{r}remote{x}") for x in range(n)))
+                        I(f"{p}r{r}clen") if cached else 0, I(f"{p}r{r}trunc") if self.truncates else FETCHING,
+                        tuple(I(f"{p}r{r}remote{x}") for x in range(n)), ints(f"{p}r{r}rbe", mode.broker_epochs),
+                        B(f"{p}r{r}clean") if mode.elr else False)
         reps = tuple(rep(r) for r in range(n))
         ctl = SCtl(I(f"{p}c_leader"), I(f"{p}c_epoch"), tuple(B(f"{p}c_isr{x}") for x in range(n)),
-                   tuple(B(f"{p}c_live{x}") for x in range(n)))
+                   tuple(B(f"{p}c_live{x}") for x in range(n)), ints(f"{p}c_bepoch", mode.broker_epochs),
+                   bools(f"{p}c_elr", mode.elr), bools(f"{p}c_lke", mode.elr))
         msgs = tuple(SMsg(I(f"{p}m{f}kind"), I(f"{p}m{f}peer"), I(f"{p}m{f}a"), I(f"{p}m{f}b"),
-                          I(f"{p}m{f}start"), pairs(f"{p}m{f}recs", L)) for f in range(n))
-        stale = tuple(SStale(I(f"{p}o{f}kind"), I(f"{p}o{f}peer"), I(f"{p}o{f}a"), I(f"{p}o{f}b"))
+                          I(f"{p}m{f}start"), pairs(f"{p}m{f}recs", L),
+                          I(f"{p}m{f}c") if tof else 0, I(f"{p}m{f}d") if tof else 0) for f in range(n))
+        stale = tuple(SStale(I(f"{p}o{f}kind"), I(f"{p}o{f}peer"), I(f"{p}o{f}a"), I(f"{p}o{f}b"),
+                             I(f"{p}o{f}c") if tof else 0, I(f"{p}o{f}d") if tof else 0)
                       for f in range(n))
         hist = SHist(I(f"{p}h_produced"), tuple(I(f"{p}h_acked{j}") for j in range(L)),
                      tuple(I(f"{p}h_exposed{j}") for j in range(L)), I(f"{p}h_xlen"), I(f"{p}h_crashes"),
@@ -389,22 +419,25 @@ class Encoding:
 
         def bits(mask):
             return tuple(bool(mask >> x & 1) for x in range(n))
+        mode = self.mode
         reps = []
         for rep in s.replicas:
             remote = tuple(rep.remote_leo) if rep.remote_leo else (0,) * n
+            rbe = ((tuple(rep.remote_broker_epoch) if rep.remote_broker_epoch else (0,) * n)
+                   if mode.broker_epochs else ())
             reps.append(SRep(bool(rep.alive), rep.role, rep.leader_epoch, rep.leader, bits(rep.isr),
                              slots(rep.log, L), len(rep.log), rep.hw, rep.flushed, slots(rep.epoch_cache, C),
-                             len(rep.epoch_cache), rep.truncating, remote))
+                             len(rep.epoch_cache), rep.truncating, remote, rbe, bool(rep.clean_shutdown)))
         msgs = []
         for m in s.inflight:
             if not m:
                 msgs.append(SMsg(NO_MSG, 0, 0, 0, 0, (ZERO,) * L))
             elif m[0] == FETCH_RESPONSE:
-                _, peer, records, hw, leo = m
+                _, peer, records, hw, leo = m[:5]
                 start = leo - len(records)
-                msgs.append(SMsg(FETCH_RESPONSE, peer, hw, leo, start, slots(records, L, start)))
+                msgs.append(SMsg(FETCH_RESPONSE, peer, hw, leo, start, slots(records, L, start), *m[5:7]))
             else:
-                msgs.append(SMsg(m[0], m[1], m[2], m[3], 0, (ZERO,) * L))
+                msgs.append(SMsg(m[0], m[1], m[2], m[3], 0, (ZERO,) * L, *m[4:6]))
         stale = tuple(SStale(*m) if m else self._no_stale() for m in s.stale)
         h = s.history
         if len(h.exposed) > L:
@@ -412,7 +445,9 @@ class Encoding:
         hist = SHist(h.produced, tuple(h.acked), tuple(h.exposed) + (0,) * (L - len(h.exposed)), len(h.exposed),
                      h.crashes, h.power_failures)
         c = s.controller
-        return SState(tuple(reps), SCtl(c.leader, c.epoch, bits(c.isr), bits(c.live)), tuple(msgs), stale, hist)
+        ctl = SCtl(c.leader, c.epoch, bits(c.isr), bits(c.live), tuple(c.broker_epochs),
+                   bits(c.elr) if mode.elr else (), bits(c.last_known_elr) if mode.elr else ())
+        return SState(tuple(reps), ctl, tuple(msgs), stale, hist)
 
     def to_state(self, v: SState):
         """Concrete terms (of_state, a z3 model's values) back to a spec state."""
@@ -420,22 +455,27 @@ class Encoding:
 
         def mask(bs):
             return sum(1 << x for x, b in enumerate(bs) if b)
+        extra = (lambda m: (m.c, m.d)) if self.tof else (lambda m: ())    # truncation on fetch's fields
         reps = []
         for r in v.reps:
+            leads = r.role == LEADER
             reps.append(Replica(int(r.alive), r.role, r.lepoch, r.leader, mask(r.isr), tuple(r.log[:r.leo]), r.hw,
-                                r.flushed, tuple(r.cache[:r.clen]), r.truncating,
-                                tuple(r.remote) if r.role == LEADER else ()))
+                                r.flushed, tuple(r.cache[:r.clen]), r.truncating, tuple(r.remote) if leads else (),
+                                tuple(r.rbe) if leads else (), int(r.clean)))
         inflight = []
         for m in v.msgs:
             if m.kind == NO_MSG:
                 inflight.append(())
             elif m.kind == FETCH_RESPONSE:
-                inflight.append((FETCH_RESPONSE, m.peer, tuple(m.recs[m.start:m.b]), m.a, m.b))
+                inflight.append((FETCH_RESPONSE, m.peer, tuple(m.recs[m.start:m.b]), m.a, m.b) + extra(m))
+            elif m.kind == FETCH:
+                inflight.append((m.kind, m.peer, m.a, m.b) + extra(m))
             else:
                 inflight.append((m.kind, m.peer, m.a, m.b))
-        stale = tuple(() if m.kind == NO_MSG else tuple(m) for m in v.stale)
+        stale = tuple(() if m.kind == NO_MSG else (m.kind, m.peer, m.a, m.b) + extra(m) for m in v.stale)
         h, c = v.hist, v.ctl
-        return State(tuple(reps), Controller(c.leader, c.epoch, mask(c.isr), mask(c.live)), tuple(inflight), stale,
+        ctl = Controller(c.leader, c.epoch, mask(c.isr), mask(c.live), tuple(c.bepochs), mask(c.elr), mask(c.lke))
+        return State(tuple(reps), ctl, tuple(inflight), stale,
                      History(h.produced, tuple(h.acked), tuple(h.exposed[:h.xlen]), h.crashes, h.pfails))
 
     def values(self, zmodel, s: SState) -> SState:
@@ -486,7 +526,7 @@ class Encoding:
             cs.append(r.flushed == 0)
         if self.assign_rule is None:
             cs.append(r.clen == 0)
-        if not self.mode.epochs:
+        if not self.truncates:
             cs.append(r.truncating == FETCHING)
         for j, e in enumerate(r.log):
             cs.append(o.If(j < r.leo, self._entry_ok(e), zero(e)))
@@ -498,31 +538,50 @@ class Encoding:
             cs.append(o.If(j < r.clen, ok, zero(e)))
         for x in r.remote:
             cs.append(o.If(r.role == LEADER, rng(x, UNDEF, L), x == 0))
+        for x in r.rbe:
+            cs.append(o.If(r.role == LEADER, rng(x, UNDEF, self.max_broker_epoch), x == 0))
         return o.And(*cs)
 
     def _wf_ctl(self, c: SCtl):
-        return self.o.And(self._rng(c.leader, UNDEF, self.n - 1), self._rng(c.epoch, 0, self.cfg.max_epoch))
+        return self.o.And(self._rng(c.leader, UNDEF, self.n - 1), self._rng(c.epoch, 0, self.cfg.max_epoch),
+                          *[self._rng(x, 0, self.max_broker_epoch) for x in c.bepochs])
 
     def _wf_msg(self, m: SMsg):
         o, n, L, E, rng, zero = self.o, self.n, self.L, self.cfg.max_epoch, self._rng, self._zero
-        kinds = 4 if self.mode.epochs else 2
+        kinds = 4 if self.truncates else 2
         no_recs = o.And(*[zero(e) for e in m.recs])
         recs_ok = o.And(*[o.If(o.And(m.start <= j, j < m.b), self._entry_ok(e), zero(e)) for j, e in enumerate(m.recs)])
+        # truncation on fetch: a FetchResponse whose HW the follower has applied before truncating
+        # carries UNDEFINED (hw_before_truncation)
+        low_hw = UNDEF if self.mode.hw_before_truncation else 0
+        no_cd = o.And(m.c == 0, m.d == 0)
         return o.And(
             rng(m.kind, 0, kinds),
             o.If(m.kind == NO_MSG, o.And(m.peer == 0, m.a == 0, m.b == 0, m.start == 0, no_recs),
                  rng(m.peer, 0, n - 1)),
-            o.If(m.kind == FETCH, o.And(rng(m.a, 0, E), rng(m.b, 0, L), m.start == 0, no_recs), True),
-            o.If(m.kind == FETCH_RESPONSE, o.And(rng(m.a, 0, L), rng(m.b, 0, L), rng(m.start, 0, L), m.start <= m.b,
-                                                 recs_ok), True),
+            o.If(m.kind == FETCH, o.And(rng(m.a, 0, E), rng(m.b, 0, L), m.start == 0, no_recs, self._fetch_cd(m)),
+                 True),
+            o.If(m.kind == FETCH_RESPONSE,
+                 o.And(rng(m.a, low_hw, L), rng(m.b, 0, L), rng(m.start, 0, L), m.start <= m.b, recs_ok,
+                       o.Or(o.And(m.c == UNDEF, m.d == UNDEF), o.And(rng(m.c, 0, E), rng(m.d, 0, L)))
+                       if self.tof else True),
+                 True),
+            o.If(o.Or(m.kind == NO_MSG, m.kind == EPOCH_REQUEST, m.kind == EPOCH_RESPONSE), no_cd, True),
             o.If(m.kind == EPOCH_REQUEST, o.And(rng(m.a, 0, E), rng(m.b, UNDEF, E), m.start == 0, no_recs), True),
             o.If(m.kind == EPOCH_RESPONSE, o.And(rng(m.a, UNDEF, E), rng(m.b, UNDEF, L), m.start == 0, no_recs), True))
 
+    def _fetch_cd(self, m):
+        """A Fetch's last fetched epoch and broker epoch (0 before KIP-903)."""
+        if not self.tof:
+            return True
+        be = self._rng(m.d, 0, self.max_broker_epoch) if self.mode.broker_epochs else m.d == 0
+        return self.o.And(self._rng(m.c, UNDEF, self.cfg.max_epoch), be)
+
     def _wf_stale(self, m: SStale):
         o, rng = self.o, self._rng
-        return o.If(m.kind == NO_MSG, o.And(m.peer == 0, m.a == 0, m.b == 0),
+        return o.If(m.kind == NO_MSG, o.And(m.peer == 0, m.a == 0, m.b == 0, m.c == 0, m.d == 0),
                     o.And(m.kind == FETCH, rng(m.peer, 0, self.n - 1), rng(m.a, 0, self.cfg.max_epoch),
-                          rng(m.b, 0, self.L)))
+                          rng(m.b, 0, self.L), self._fetch_cd(m)))
 
     def _wf_hist(self, h: SHist):
         o, L, cfg, rng = self.o, self.L, self.cfg, self._rng
@@ -688,6 +747,7 @@ class Encoding:
 
     # ------------------------------------------------------------ actions (spec/actions.py)
     def advance_hw(self, s: SState, l: int) -> SState:
+        """actions.advance_hw (with strict min ISR, KAFKA-15583: not below min.insync.replicas)."""
         o, rep, cfg = self.o, s.reps[l], self.cfg
         low = rep.leo
         for f in range(self.n):
@@ -709,7 +769,10 @@ class Encoding:
             acked = tuple(new)
         moved = self._set(s, l, rep._replace(hw=low))._replace(hist=h._replace(exposed=exposed, xlen=xlen,
                                                                                acked=acked))
-        return ite(o, low <= rep.hw, s, moved)
+        stays = low <= rep.hw
+        if self.mode.strict_min_isr:      # actions.advance_hw, KAFKA-15583
+            stays = o.Or(o.Sum(rep.isr) < cfg.min_isr, stays)
+        return ite(o, stays, s, moved)
 
     def in_office(self, s: SState, r: int):
         rep = s.reps[r]
@@ -723,17 +786,36 @@ class Encoding:
     def leader_alive(self, s: SState, rep: SRep):
         return self.o.select([x.alive for x in s.reps], rep.leader)
 
+    def _with_isr(self, c: SCtl, isr, unclean: Optional[int] = None) -> SCtl:
+        """actions._with_isr: the new ISR; with ELR (KIP-966) an ISR of min.insync.replicas clears the
+        ELR, a smaller one adds the members it loses (but ``unclean``, a broker back from an unclean
+        shutdown), and an ISR that empties records its leader as the last known ELR."""
+        if not self.mode.elr:
+            return c._replace(isr=isr)
+        o, n = self.o, self.n
+        small = o.Sum(isr) < self.cfg.min_isr
+        elr = tuple(o.And(small, o.Or(c.elr[x], c.isr[x]), o.Not(isr[x]), x != unclean) for x in range(n))
+        empties = o.And(o.Not(o.Or(*isr)), o.Or(*c.isr), c.leader != UNDEF)
+        known = tuple(o.If(empties, c.leader == x, c.lke[x]) for x in range(n))
+        return c._replace(isr=isr, elr=elr, lke=known)
+
+    def leader_unfenced(self, s: SState):
+        """invariants.leader_unfenced: the controller's leader, if any, is live."""
+        o, c = self.o, s.ctl
+        return o.Or(c.leader == UNDEF, o.select(list(c.live), c.leader))
+
     def _lost_memory(self, rep: SRep) -> SRep:
+        """actions._lost_memory (the clean-shutdown marker is on disk: it stays)."""
         n = self.n
         return rep._replace(alive=False, role=NONE, lepoch=UNDEF, leader=UNDEF, isr=(False,) * n,
-                            truncating=FETCHING, remote=(0,) * n)
+                            truncating=FETCHING, remote=(0,) * n, rbe=(0,) * len(rep.rbe))
 
     def _abandon(self, s: SState, f: int) -> SState:
         """actions._abandon: f's outstanding message goes; a Fetch becomes its stale request
         unless it already has one."""
         o, m, old = self.o, s.msgs[f], s.stale[f]
         keep = o.And(m.kind == FETCH, old.kind == NO_MSG)
-        s = self._set_stale(s, f, ite(o, keep, SStale(FETCH, m.peer, m.a, m.b), old))
+        s = self._set_stale(s, f, ite(o, keep, SStale(FETCH, m.peer, m.a, m.b, m.c, m.d), old))
         return self._send(s, f, self._none())
 
     def _drop_messages_to(self, s: SState, r: int) -> SState:
@@ -749,16 +831,37 @@ class Encoding:
     def _count_crash(self, s: SState) -> SState:
         return s._replace(hist=s.hist._replace(crashes=s.hist.crashes + 1))
 
-    def _read_for_follower(self, s: SState, l: int, f: int, offset):
-        """actions._read_for_follower: (state, FetchResponse)."""
-        o, leader = self.o, s.reps[l]
+    def _diverging(self, leader: SRep, m):
+        """actions._diverging: (out of range, diverging, epoch, end) for a Fetch ``m`` (with truncation
+        on fetch the leader looks its last fetched epoch up with endOffsetFor)."""
+        o = self.o
+        if not self.tof:
+            return False, False, UNDEF, UNDEF
+        epoch, end = self.end_offset_for(leader.cache, leader.clen, leader.leo, m.c)
+        lookup = m.c != UNDEF
+        out_of_range = o.And(lookup, o.Or(epoch == UNDEF, end == UNDEF))
+        diverging = o.And(lookup, o.Not(out_of_range), o.Or(epoch < m.c, end < m.b))
+        return out_of_range, diverging, epoch, end
+
+    def _read_for_follower(self, s: SState, l: int, f: int, m):
+        """actions._read_for_follower: (state, FetchResponse) for the Fetch ``m`` (SMsg or SStale)."""
+        o, leader, mode = self.o, s.reps[l], self.mode
+        offset = m.b
+        out_of_range, diverging, epoch, end = self._diverging(leader, m)
+        refused = o.Or(out_of_range, o.And(offset > leader.leo, o.Not(diverging)))
+        no_cd = (UNDEF, UNDEF) if self.tof else ()
         remote = tuple(offset if x == f else v for x, v in enumerate(leader.remote))
-        t = self.advance_hw(self._set(s, l, leader._replace(remote=remote)), l)
+        rbe = tuple(m.d if x == f else v for x, v in enumerate(leader.rbe))   # empty without broker epochs
+        t = self.advance_hw(self._set(s, l, leader._replace(remote=remote, rbe=rbe)), l)
+        if not mode.diverging_fetch_updates_follower:
+            # actions._read_for_follower, KAFKA-13141's fix: a diverging Fetch leaves f's fetch state alone
+            t = ite(o, diverging, s, t)
         hw = leader.hw if self.cfg.response_hw == "before" else t.reps[l].hw
-        recs = tuple(ite(o, j >= offset, e, ZERO) for j, e in enumerate(leader.log))
-        beyond = offset > leader.leo
-        out_of_range = SMsg(FETCH_RESPONSE, l, leader.hw, leader.leo, leader.leo, (ZERO,) * self.L)
-        return ite(o, beyond, s, t), ite(o, beyond, out_of_range, SMsg(FETCH_RESPONSE, l, hw, leader.leo, offset, recs))
+        recs = tuple(ite(o, o.And(j >= offset, o.Not(diverging)), e, ZERO) for j, e in enumerate(leader.log))
+        cd = (o.If(diverging, epoch, UNDEF), o.If(diverging, end, UNDEF)) if self.tof else ()
+        answer = SMsg(FETCH_RESPONSE, l, hw, leader.leo, o.If(diverging, leader.leo, offset), recs, *cd)
+        out_of_range_answer = SMsg(FETCH_RESPONSE, l, leader.hw, leader.leo, leader.leo, (ZERO,) * self.L, *no_cd)
+        return ite(o, refused, s, t), ite(o, refused, out_of_range_answer, answer)
 
     def produce(self, s, r):
         o, rep, cfg = self.o, s.reps[r], self.cfg
@@ -776,29 +879,47 @@ class Encoding:
         o, rep = self.o, s.reps[f]
         guard = o.And(rep.alive, rep.role == FOLLOWER, rep.truncating == FETCHING, s.msgs[f].kind == NO_MSG,
                       self.leader_alive(s, rep))
-        return guard, self._send(s, f, SMsg(FETCH, rep.leader, rep.lepoch, rep.leo, 0, (ZERO,) * self.L))
+        # truncation on fetch: the last fetched epoch and (KIP-903) the broker epoch (actions.send_fetch)
+        cd = () if not self.tof else \
+            (self.latest_epoch(rep), s.ctl.bepochs[f] if self.mode.broker_epochs else 0)
+        return guard, self._send(s, f, SMsg(FETCH, rep.leader, rep.lepoch, rep.leo, 0, (ZERO,) * self.L, *cd))
 
     def leader_handle_fetch(self, s, l, f):
         o, m = self.o, s.msgs[f]
         guard = o.And(m.kind == FETCH, m.peer == l, self.accepts(s.reps[l], m.a))
-        t, response = self._read_for_follower(s, l, f, m.b)
+        t, response = self._read_for_follower(s, l, f, m)
         return guard, self._send(t, f, response)
 
     def leader_handle_stale_fetch(self, s, l, f):
         o, m = self.o, s.stale[f]
         guard = o.And(m.kind != NO_MSG, m.peer == l)
         t = self._set_stale(s, f, self._no_stale())
-        read, _ = self._read_for_follower(t, l, f, m.b)
+        read, _ = self._read_for_follower(t, l, f, m)
         return guard, ite(o, self.accepts(t.reps[l], m.a), read, t)
 
     def follower_handle_fetch(self, s, f):
         o, m, rep = self.o, s.msgs[f], s.reps[f]
         guard = m.kind == FETCH_RESPONSE
-        rep = ite(o, m.b < rep.leo, self.truncate(rep, m.b, self.mode.trim_cache_at_leo), rep)
+        new = ite(o, m.b < rep.leo, self.truncate(rep, m.b, self.mode.trim_cache_at_leo), rep)
         entries = [o.select(m.recs, m.start + i) for i in range(self.L)]
-        rep = self.append(rep, entries, m.b - m.start)
-        rep = rep._replace(hw=tmin(o, rep.leo, m.a))
-        return guard, self._send(self._set(s, f, rep), f, self._none())
+        new = self.append(new, entries, m.b - m.start)
+        new = new._replace(hw=tmin(o, new.leo, m.a))
+        t = self._send(self._set(s, f, new), f, self._none())
+        if self.tof:                      # actions.follower_handle_fetch: a diverging answer truncates
+            t = ite(o, m.c != UNDEF, self._truncate_on_fetch_response(s, f), t)
+        return guard, t
+
+    def _truncate_on_fetch_response(self, s: SState, f: int) -> SState:
+        """actions._truncate_on_fetch_response: before KAFKA-14704's fix the response's HW is applied
+        first (a step of its own, the response kept with HW UNDEFINED); then the follower truncates
+        where follower_truncation says (as after an intermediate step: no answer means its LEO)."""
+        o, m, rep = self.o, s.msgs[f], s.reps[f]
+        offset, _ = self.follower_truncation(rep._replace(truncating=TRUNCATING_AGAIN), m.c, m.d)
+        t = self._send(self._set(s, f, self.truncate(rep, offset, self.mode.trim_cache_at_leo)), f, self._none())
+        if not self.mode.hw_before_truncation:
+            return t
+        hw_first = self._send(self._set(s, f, rep._replace(hw=tmin(o, rep.leo, m.a))), f, m._replace(a=UNDEF))
+        return ite(o, m.a != UNDEF, hw_first, t)
 
     def reject_request(self, s, l, f):
         o, m = self.o, s.msgs[f]
@@ -846,26 +967,47 @@ class Encoding:
         guard = o.And(rep.alive, s.hist.pfails < self.cfg.power_failures, rep.flushed < rep.leo)
         return guard, self._set(s, r, rep._replace(flushed=rep.leo))
 
+    def _registered(self, c: SCtl, r: int, rep: SRep) -> SCtl:
+        """actions._registered: r is live again; with KIP-903 its broker epoch moves on; with ELR a
+        broker back without a clean-shutdown marker leaves the ISR and the ELR (KAFKA-15586)."""
+        o = self.o
+        c = c._replace(live=self._bit(c.live, r, True))
+        if self.mode.broker_epochs:
+            c = c._replace(bepochs=tuple(e + 1 if x == r else e for x, e in enumerate(c.bepochs)))
+        if self.mode.elr:
+            unclean = o.And(o.Not(rep.clean), o.Or(c.isr[r], c.elr[r]))
+            left = self._with_isr(c._replace(elr=self._bit(c.elr, r, False)), self._bit(c.isr, r, False), unclean=r)
+            c = ite(o, unclean, left, c)
+        return c
+
     def restart(self, s, r):
         o, rep, c = self.o, s.reps[r], s.ctl
         guard = o.Not(rep.alive)
         if self.mode.restart_after_detection:
             guard = o.And(guard, o.Not(c.live[r]))
-        t = self._set(s, r, rep._replace(alive=True))
-        return guard, self._with_ctl(t, c._replace(live=self._bit(c.live, r, True)))
+        # actions.restart: the marker is consumed, the controller registers r (actions._registered)
+        t = self._set(s, r, rep._replace(alive=True, clean=False if self.mode.elr else rep.clean))
+        return guard, self._with_ctl(t, self._registered(c, r, rep))
 
     # controller
     def _broker_gone(self, s: SState, r: int):
         """actions._broker_gone: (the epoch bound holds, next state). A leader leaves the
-        partition offline (and the ISR, unless the last member) at the same epoch; an ISR member
-        that is not the last leaves it with a new epoch."""
-        o, c = self.o, s.ctl
+        partition offline (and the ISR, unless the last member before ELR) at the same epoch; an ISR
+        member that is not the last (before ELR) leaves it, with a new epoch unless
+        ``isr_removal_bumps_epoch`` is off (KRaft 3.6+)."""
+        o, c, mode = self.o, s.ctl, self.mode
         leads = c.leader == r
-        removing = o.And(o.Not(leads), c.isr[r], o.Sum(c.isr) > 1)
-        isr = self._bit(c.isr, r, o.And(c.isr[r], o.Not(o.Sum(c.isr) > 1)))
-        epoch = o.If(removing, c.epoch + 1, c.epoch)
-        new = SCtl(o.If(leads, UNDEF, c.leader), epoch, isr, self._bit(c.live, r, False))
-        return o.Not(o.And(removing, c.epoch + 1 > self.cfg.max_epoch)), self._with_ctl(s, new)
+        if mode.elr:            # actions._broker_gone, keeps_last false: the ISR may empty (KIP-966)
+            removing = o.And(o.Not(leads), c.isr[r])
+            isr = self._bit(c.isr, r, False)
+        else:
+            removing = o.And(o.Not(leads), c.isr[r], o.Sum(c.isr) > 1)
+            isr = self._bit(c.isr, r, o.And(c.isr[r], o.Not(o.Sum(c.isr) > 1)))
+        bump = removing if mode.isr_removal_bumps_epoch else False
+        new = ite(o, o.Or(leads, removing), self._with_isr(c, isr), c)
+        new = new._replace(leader=o.If(leads, UNDEF, c.leader), epoch=o.If(bump, c.epoch + 1, c.epoch),
+                           live=self._bit(c.live, r, False))
+        return o.Not(o.And(bump, c.epoch + 1 > self.cfg.max_epoch)), self._with_ctl(s, new)
 
     def controller_handle_failure(self, s, r):
         o = self.o
@@ -883,11 +1025,35 @@ class Encoding:
 
     def elect_offline(self, s, r):
         o, c, cfg = self.o, s.ctl, self.cfg
+        if self.mode.elr:                 # actions.elect_offline -> actions._elect_with_elr
+            return self._elect_with_elr(s, r)
         live_isr = tuple(o.And(b, up) for b, up in zip(c.isr, c.live))
         eligible = o.Or(live_isr[r], o.And(cfg.unclean_election, o.Not(o.Or(*live_isr))))
         guard = o.And(c.leader == UNDEF, c.live[r], c.epoch < cfg.max_epoch, eligible)
         isr = ite(o, live_isr[r], live_isr, tuple(x == r for x in range(self.n)))
-        return guard, self._with_ctl(s, SCtl(r, c.epoch + 1, isr, c.live))
+        return guard, self._with_ctl(s, c._replace(leader=r, epoch=c.epoch + 1, isr=isr))
+
+    def _elect_with_elr(self, s, r):
+        """actions._elect_with_elr: a live ISR member; else (empty ISR) a live ELR member, which
+        becomes the ISR; else (ISR and ELR empty) the last known leader, if live or
+        ``elect_fenced_last_leader``; else an unclean election when enabled."""
+        o, c, cfg, n = self.o, s.ctl, self.cfg, self.n
+        has_isr, has_elr = o.Or(*c.isr), o.Or(*c.elr)
+        eligible = tuple(o.And(o.If(has_isr, c.isr[x], c.elr[x]), c.live[x]) for x in range(n))
+        any_eligible = o.Or(*eligible)
+        last_known = o.And(o.Not(has_isr), o.Not(has_elr), o.Sum(c.lke) == 1,
+                           o.Or(o.Or(*[o.And(k, up) for k, up in zip(c.lke, c.live)]),
+                                self.mode.elect_fenced_last_leader))
+        alone = tuple(x == r for x in range(n))
+        is_last_known = o.And(*[k if x == r else o.Not(k) for x, k in enumerate(c.lke)])
+        chosen = o.Or(o.And(any_eligible, eligible[r]),
+                      o.And(o.Not(any_eligible), last_known, is_last_known),
+                      o.And(o.Not(any_eligible), o.Not(last_known), cfg.unclean_election, c.live[r]))
+        guard = o.And(c.leader == UNDEF, c.epoch < cfg.max_epoch, chosen)
+        from_isr = ite(o, has_isr, self._with_isr(c, tuple(o.And(b, up) for b, up in zip(c.isr, c.live))),
+                       c._replace(isr=alone, elr=self._bit(c.elr, r, False)))
+        new = ite(o, any_eligible, from_isr, c._replace(isr=alone, elr=(False,) * n))
+        return guard, self._with_ctl(s, new._replace(leader=r, epoch=c.epoch + 1, lke=(False,) * n))
 
     def elect_preferred(self, s, r):
         o, c = self.o, s.ctl
@@ -901,6 +1067,8 @@ class Encoding:
         o, rep, cfg = self.o, s.reps[r], self.cfg
         if cfg.power_failures:       # flushed points matter only while a power failure is left
             rep = ite(o, s.hist.pfails < cfg.power_failures, rep._replace(flushed=rep.leo), rep)
+        if self.mode.elr:            # actions._shutdown_cleanly: the clean-shutdown marker (KAFKA-15586)
+            rep = rep._replace(clean=True)
         ok, t = self._broker_gone(self._stop(s, r, rep), r)
         return ok, self._count_crash(t)
 
@@ -915,29 +1083,34 @@ class Encoding:
         o, c, rep, cfg = self.o, s.ctl, s.reps[l], self.cfg
         guard = o.And(c.leader == l, rep.alive, c.live[l], c.live[r], c.isr[r], s.hist.crashes < cfg.crashes,
                       c.epoch < cfg.max_epoch)
-        t = self._with_ctl(s, SCtl(r, c.epoch + 1, self._bit(c.isr, l, False), c.live))
+        t = self._with_ctl(s, self._with_isr(c, self._bit(c.isr, l, False))._replace(leader=r, epoch=c.epoch + 1))
         follows, t = self.become_follower(t, l)      # enabled wherever the spec takes this step
         ok, t = self._shutdown_cleanly(t, l)
         return o.And(guard, follows, ok), t
 
     def become_leader(self, s, r):
         o, c, rep = self.o, s.ctl, s.reps[r]
-        guard = o.And(rep.alive, c.leader == r, c.epoch > rep.lepoch)
+        # actions.become_leader, isr_update: KRaft 3.6+ applies an ISR change at the same epoch (KAFKA-15021)
+        isr_update = o.And(rep.role == LEADER, c.epoch == rep.lepoch, o.Not(equal(o, rep.isr, c.isr)))
+        guard = o.And(rep.alive, c.leader == r, o.Or(c.epoch > rep.lepoch, isr_update))
         cache, clen = rep.cache, rep.clen
         if self.mode.cache_on_become_leader:
             cache, clen = self.assign(cache, clen, c.epoch, rep.leo)
         remote = ite(o, rep.role == LEADER, rep.remote, (UNDEF,) * self.n)
+        rbe = ite(o, rep.role == LEADER, rep.rbe, (UNDEF,) * len(rep.rbe))
         new = rep._replace(role=LEADER, lepoch=c.epoch, leader=r, isr=c.isr, truncating=FETCHING, remote=remote,
-                           cache=cache, clen=clen)
+                           rbe=rbe, cache=cache, clen=clen)
         return guard, self.advance_hw(self._abandon(self._set(s, r, new), r), r)
 
     def become_follower(self, s, r):
         o, c, rep = self.o, s.ctl, s.reps[r]
         guard = o.And(rep.alive, c.leader != UNDEF, c.leader != r, c.epoch > rep.lepoch)
         new = rep._replace(role=FOLLOWER, lepoch=c.epoch, leader=c.leader, isr=(False,) * self.n,
-                           remote=(0,) * self.n)
+                           remote=(0,) * self.n, rbe=(0,) * len(rep.rbe))
         if not self.mode.epochs:
             new = self.truncate(new, new.hw)._replace(truncating=FETCHING)
+        elif self.tof:         # actions.become_follower, 2.8+: fetching from the LEO at once (initialFetchOffset)
+            new = new._replace(truncating=FETCHING)
         else:
             new = new._replace(truncating=o.If(new.clen > 0, TRUNCATING, FETCHING))
         follow = self._abandon(self._set(s, r, new), r)
@@ -950,7 +1123,7 @@ class Encoding:
         o, rep = self.o, s.reps[l]
         guard = o.And(self.in_office(s, l), equal(o, rep.isr, s.ctl.isr), rep.isr[f], rep.remote[f] < rep.leo)
         isr = self._bit(rep.isr, f, False)
-        t = self._set(s, l, rep._replace(isr=isr))._replace(ctl=s.ctl._replace(isr=isr))
+        t = self._set(s, l, rep._replace(isr=isr))._replace(ctl=self._with_isr(s.ctl, isr))
         return guard, self.advance_hw(t, l)
 
     def expand_isr(self, s, l, f):
@@ -960,8 +1133,12 @@ class Encoding:
                       remote != UNDEF, remote >= rep.hw)
         if self.mode.expand_waits_for_epoch_start:
             guard = o.And(guard, remote >= self.epoch_start(rep, rep.lepoch))
+        if self.mode.isr_only_live:       # actions.expand_isr, KIP-841: the controller refuses a fenced broker
+            guard = o.And(guard, s.ctl.live[f])
+        if self.mode.broker_epochs:       # KIP-903: and a broker epoch other than the registered one
+            guard = o.And(guard, rep.rbe[f] == s.ctl.bepochs[f])
         isr = self._bit(rep.isr, f, True)
-        return guard, self._set(s, l, rep._replace(isr=isr))._replace(ctl=s.ctl._replace(isr=isr))
+        return guard, self._set(s, l, rep._replace(isr=isr))._replace(ctl=self._with_isr(s.ctl, isr))
 
     def action(self, i: int, s: SState):
         """(guard, next state) of action instance ``i`` (a label of ``instances``)."""
@@ -1048,6 +1225,7 @@ INVARIANT_ENCODINGS: Dict[str, Callable] = {
     "ConsumerConsistency": consumer_consistency,
     "HwNotAboveLeo": hw_not_above_leo,
     "EncodingBounds": lambda enc, s: enc.bounds_ok(s),
+    "LeaderUnfenced": lambda enc, s: enc.leader_unfenced(s),
 }
 
 

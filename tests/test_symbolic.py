@@ -24,10 +24,13 @@ from .conftest import exact_reachable, run_cli, run_labels
 # per mode, runs whose reachable states are sampled: the defaults (2 replicas, 2 records, 2 crashes:
 # failovers, controlled shutdowns, session expiry, stale fetches), power failures with acks=1 and
 # unclean election, power failures with min ISR 2 (and the HW from before the update), 3 replicas
-# with min ISR 2; every run but the last has crashes, so fetches outlive their senders in all
+# with min ISR 2; every run but the last has crashes, so fetches outlive their senders in all. The
+# same runs serve every rung of the ladder: in the 2.8+ modes they also reach diverging Fetches,
+# stale broker epochs, an ELR, elections of an ELR member and of the last known leader (the deeper
+# states of those rules are checked near the gate's traces below)
 RUNS = [dict(), dict(power_failures=1, acks="1", unclean_election=True),
         dict(power_failures=1, min_isr=2, response_hw="before"), dict(replicas=3, records=1, min_isr=2)]
-AGREEMENT_RUNS = {mode: RUNS for mode in ("hw", "kip101", "kip279", "kip320", "kip380")}
+AGREEMENT_RUNS = {mode.name: RUNS for mode in LADDER}
 PER_MODE = 1000
 PREFIX = 12000          # the sample is drawn from the first states bfs reaches in each run
 
@@ -135,6 +138,62 @@ def test_encoding_agrees_past_an_intermediate_truncation_step(mode, variant):
         assert_agrees(enc, model, s)
 
 
+# the starts of the gate's newest traces (pyproject.toml [tool.hwcheck.gate.*], the shortest bfs
+# finds): kafka10554-kafka-13141 and kafka13141-kafka-14704 share their first 7 steps, up to the
+# Fetch of a follower whose last epoch its new leader lacks; kip966-kafka-19522 takes 6 steps to
+# an empty ISR and ELR whose last known leader is fenced
+DIVERGING_FETCH = [
+    ("produce", 0), ("controlled_shutdown_leader", 0, 1), ("restart", 0), ("become_leader", 1), ("produce", 1),
+    ("become_follower", 0), ("send_fetch", 0),
+]
+FENCED_LAST_LEADER = [
+    ("produce", 0), ("shrink_isr", 0, 1), ("crash", 0), ("controller_handle_failure", 0), ("restart", 0),
+    ("controlled_shutdown", 0),
+]
+
+
+def _diverging_answer(s):
+    return any(m and m[0] == 2 and m[5] != -1 for m in s.inflight)
+
+
+def _hw_spent(s):
+    return any(m and m[0] == 2 and m[3] == -1 for m in s.inflight)
+
+
+def _last_known_only(s):
+    c = s.controller
+    return c.leader == -1 and not c.isr and not c.elr and c.last_known_elr
+
+
+@pytest.mark.parametrize("mode, labels, kw", [
+    ("kafka10554", DIVERGING_FETCH, dict()), ("kafka13141", DIVERGING_FETCH, dict(power_failures=1)),
+    ("kip903", DIVERGING_FETCH, dict()), ("kafka15583", DIVERGING_FETCH, dict(min_isr=2, acks="1")),
+    ("kip966", FENCED_LAST_LEADER, dict(crashes=3)), ("kafka19522", FENCED_LAST_LEADER, dict(unclean_election=True))])
+def test_encoding_agrees_near_the_gates_newest_traces(mode, labels, kw):
+    """States a bfs prefix reaches rarely or not at all, around the rules of 2.8+: diverging Fetches
+    and their answers (with the HW applied before the truncation up to 3.4), KIP-903's broker epochs,
+    the last known leader's election with ISR and ELR empty (fenced: KAFKA-19522)."""
+    model = Model(Config(mode=mode, **kw))
+    enc = Encoding(model, CONCRETE)
+    start = run_labels(model, labels)[-1]
+    states = near(model, start, 1500)
+    for i, s in enumerate(states):
+        assert_agrees(enc, model, s, bounds=i % 5 == 0)
+    mode_rules = MODES[mode]
+    if mode_rules.truncate_on_fetch and labels is DIVERGING_FETCH:
+        assert sum(map(_diverging_answer, states)) > 20
+        assert (sum(map(_hw_spent, states)) > 20) == mode_rules.hw_before_truncation
+    if mode_rules.broker_epochs:
+        assert any(any(s.controller.broker_epochs) for s in states)
+    if mode_rules.strict_min_isr and model.cfg.min_isr == 2:      # a leader below min ISR holds its HW back
+        assert any(rep.role == 1 and bin(rep.isr).count("1") < 2 and rep.hw < rep.leo for s in states
+                   for rep in s.replicas)
+    if labels is FENCED_LAST_LEADER:
+        elections = [s for s in states if _last_known_only(s)
+                     and any(label[0] == "elect_offline" for label, _ in model.successors(s))]
+        assert elections and any(not s.controller.live & s.controller.last_known_elr for s in elections)
+
+
 def _caches(most=2, epochs=4, starts=4):
     """Every epoch cache of at most ``most`` entries, epochs and starts strictly increasing."""
     for k in range(most + 1):
@@ -214,20 +273,34 @@ def test_modes_the_encoding_cannot_express_are_refused_in_one_line(variant):
             bmc(Model(Config(mode=name)), 1)
         message = str(e.value)
         assert "\n" not in message and name in message and what in message and "bfs" in message, message
-    for mode in [m.name for m in LADDER if m.truncate_on_fetch or m.elr] + ["epoch"]:
-        with pytest.raises(ConfigError) as e:
-            Encoding(Model(Config(mode=mode)), CONCRETE)
-        message = str(e.value)
-        assert "\n" not in message and "does not cover mode" in message and "bfs" in message, message
     for knobs in (dict(disk_losses=1), dict(follower_reads=True)):
-        with pytest.raises(ConfigError, match="does not encode"):
-            Encoding(Model(Config(mode="kip380", **knobs)), CONCRETE)
-    Encoding(Model(Config(mode="kafka10706")), CONCRETE)           # the KAFKA-10706 trim is encoded
+        for mode in ("kip380", "epoch"):
+            with pytest.raises(ConfigError, match="does not encode") as e:
+                Encoding(Model(Config(mode=mode, **knobs)), CONCRETE)
+            assert "\n" not in str(e.value) and "bfs" in str(e.value)
+    for mode in [m.name for m in LADDER] + ["epoch"]:        # every rung, up to the newest, is encoded
+        Encoding(Model(Config(mode=mode)), CONCRETE)
     model = Model(Config(mode=variant("kip320", "z3-no-epoch-start", expand_waits_for_epoch_start=False,
                                       follow_on_new_epoch=False, trim_cache_at_leo=True)))
     enc = Encoding(model, CONCRETE)
     for s in random.Random(1).sample(reachable(model, 6000), 150):
         assert_agrees(enc, model, s)
+
+
+def test_variants_mixing_the_newest_rules_are_encoded(variant):
+    """The boolean rules of the 2.8+ modes are independent branches: a variant that combines them
+    as no release does (ELR with the epoch bump on ISR removal and KAFKA-13141/14704's bugs; ELR
+    and broker epochs on 2.8's rules with 2.0's makeFollower) agrees with the spec too."""
+    mixes = [variant("kafka19522", "z3-mix-elr-bugs", isr_removal_bumps_epoch=True, hw_before_truncation=True,
+                     diverging_fetch_updates_follower=True, elect_fenced_last_leader=True),
+             variant("kafka10554", "z3-mix-kraft-on-2.8", broker_epochs=True, strict_min_isr=True,
+                     isr_only_live=True, elr=True, follow_on_new_epoch=False)]
+    for name in mixes:
+        for kw in (dict(), dict(power_failures=1, min_isr=2, response_hw="before")):
+            model = Model(Config(mode=name, **kw))
+            enc = Encoding(model, CONCRETE)
+            for s in random.Random(2).sample(reachable(model, 6000), 150):
+                assert_agrees(enc, model, s, bounds=True)
 
 
 Z3_PER_MODE = 80
@@ -240,9 +313,26 @@ def test_z3_models_of_the_transition_relation_are_the_spec_successors(mode):
     the agreement test's runs; about 0.1 s of CPU each): all models of T(s, s') for a fixed s,
     enumerated with blocking clauses, are exactly the spec's (label, successor) pairs. One solver
     per model holds T; each state is a push/pop scope."""
+    assert _z3_successors_agree(sample(mode, per_mode=Z3_PER_MODE, seed=3, prefix=4000)) >= Z3_PER_MODE
+
+
+@pytest.mark.parametrize("mode, labels, kw", [("kafka13141", DIVERGING_FETCH, dict()),
+                                               ("kip966", FENCED_LAST_LEADER, dict(crashes=3))])
+def test_z3_models_near_the_gates_newest_traces_are_the_spec_successors(mode, labels, kw):
+    """As above, on 40 states near the gate's newest traces that hold a diverging answer, a spent HW
+    or a last known leader with ISR and ELR empty (about 1 s each)."""
+    model = Model(Config(mode=mode, **kw))
+    states = [s for s in near(model, run_labels(model, labels)[-1], 1500)
+              if _diverging_answer(s) or _hw_spent(s) or _last_known_only(s)]
+    picked = random.Random(5).sample(states, min(40, len(states)))
+    assert len(picked) >= 5 and _z3_successors_agree([(model, s) for s in picked]) == len(picked)
+
+
+def _z3_successors_agree(pairs) -> int:
+    """For each (model, state): the models of T(s, s') are the spec's successors; returns how many."""
     solvers = {}
     checked = 0
-    for model, s in sample(mode, per_mode=Z3_PER_MODE, seed=3, prefix=4000):
+    for model, s in pairs:
         if id(model) not in solvers:
             enc = symbolic_encoding(model)
             un = Unrolling(enc)
@@ -265,7 +355,7 @@ def test_z3_models_of_the_transition_relation_are_the_spec_successors(mode):
         solver.pop()
         assert found == set(model.successors(s)), s
         checked += 1
-    assert checked >= Z3_PER_MODE
+    return checked
 
 
 def test_a_drifting_encoding_fails_the_agreement_test():
@@ -389,3 +479,18 @@ def test_cli_verify_z3_and_prove(tmp_path):
     assert "stale:" in r.stdout and "live=" in r.stdout
     r = run_cli("prove", "--invariant", "Nope")
     assert r.returncode == 2 and "unknown invariant" in r.stderr
+
+
+def test_bmc_finds_the_fenced_last_leader_election_in_as_many_steps_as_bfs():
+    """The gate's row kip966-kafka-19522 (7 steps): with ISR and ELR empty the controller elects the
+    last known leader while it is fenced (KAFKA-19522); the cheapest newest-mode row the z3 engine
+    runs (kafka13141-kafka-14704 takes 9 steps, kafka10554-kafka-13141 11)."""
+    _bmc_matches_bfs(Config(mode="kip966"), ["LeaderUnfenced"])
+
+
+@pytest.mark.slow
+def test_bmc_finds_the_hw_before_truncation_divergence_in_as_many_steps_as_bfs():
+    """The gate's row kafka13141-kafka-14704 (9 steps, about 30 s of CPU): the follower applies the
+    HW of a diverging response before it truncates (KAFKA-14704). (kafka10554-kafka-13141, 11 steps,
+    takes about 190 s.)"""
+    _bmc_matches_bfs(Config(mode="kafka13141"), ["NoLogDivergence"])

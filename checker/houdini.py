@@ -315,27 +315,6 @@ def _fetch_templates(n: int, L: int) -> List[Lemma]:
                     return _imp(o, asked, o.And(m.a == s.reps[f].lepoch, m.b <= rep.leo))
                 out.append(Lemma(f"FetchWithinSender[fetch(r{f}) to r{l},{g}]", "fetch-slice", fetch_epoch))
 
-                def resp_at_leo(enc, s, f=f, l=l, guard=guard):
-                    """The records answer the Fetch, whose offset was the follower's LEO, which
-                    nothing moves while the answer is in flight: they start at that LEO."""
-                    o, m, rep = enc.o, s.msgs[f], s.reps[f]
-                    sent = o.And(m.kind == FETCH_RESPONSE, m.peer == l, guard(o, s, l, f))
-                    return _imp(o, sent, o.And(m.start == rep.leo, rep.leo <= m.b))
-                out.append(Lemma(f"ResponseAtFetchOffset[resp(r{f}) of r{l},{g}]", "fetch-slice", resp_at_leo))
-        o_guards = (("always", lambda o, s, f: True),
-                    ("not out of range", lambda o, s, f: s.msgs[f].start < s.msgs[f].b))
-
-        for g, guard in o_guards:
-            def fetch_at_leo(enc, s, f=f, guard=guard):
-                """A Fetch asks from the follower's LEO, which nothing moves while it is in flight."""
-                o, m = enc.o, s.msgs[f]
-                return _imp(o, o.And(m.kind == FETCH, guard(o, s, f)), m.b == s.reps[f].leo)
-            out.append(Lemma(f"FetchAtLeo[fetch(r{f}),{g}]", "fetch-slice", fetch_at_leo))
-
-            def resp_at_leo_any(enc, s, f=f, guard=guard):
-                o, m, rep = enc.o, s.msgs[f], s.reps[f]
-                return _imp(o, o.And(m.kind == FETCH_RESPONSE, guard(o, s, f)), m.start == rep.leo)
-            out.append(Lemma(f"ResponseAtFetchOffset[resp(r{f}),{g}]", "fetch-slice", resp_at_leo_any))
     return out
 
 
@@ -344,27 +323,40 @@ def _agreement(o, a_rep, b_rep, upto, L):
                                            a_rep.log[j][1] == b_rep.log[j][1])) for j in range(L)])
 
 
-def _epoch_answer_templates(n: int, L: int) -> List[Lemma]:
-    """OffsetsForLeaderEpoch (KIP-101): what a request and its answer can say while in flight, and
-    the follower half of a faithful answer (the sender half is spec/auxiliary.py's
-    EpochAnswerCutsSenderLog)."""
+def _epoch_answer_templates(n: int, L: int, on_fetch: bool) -> List[Lemma]:
+    """The question a follower asks before it truncates and its answer: OffsetsForLeaderEpoch
+    (KIP-101; request: its leader epoch and latest cached epoch; answer: (epoch, end)) or, with
+    truncation on fetch (KAFKA-10554, ``on_fetch``), the Fetch's last fetched epoch and a
+    FetchResponse's diverging epoch. What they can say while in flight, and the follower half of a
+    faithful answer (the sender half is spec/auxiliary.py's EpochAnswerCutsSenderLog)."""
+    if on_fetch:
+        ask, answer = FETCH, FETCH_RESPONSE
+        asked = lambda m: m.c                                          # noqa: E731
+        said = lambda m: (m.c, m.d)                                    # noqa: E731
+        again = lambda rep: rep._replace(truncating=2)                 # noqa: E731  (as spec/actions.py)
+    else:
+        ask, answer = EPOCH_REQUEST, EPOCH_RESPONSE
+        asked = lambda m: m.b                                          # noqa: E731
+        said = lambda m: (m.a, m.b)                                    # noqa: E731
+        again = lambda rep: rep                                        # noqa: E731
     out = []
     for f in range(n):
         def request(enc, s, f=f):
             o, m, rep = enc.o, s.msgs[f], s.reps[f]
-            return _imp(o, m.kind == EPOCH_REQUEST, o.And(m.a == rep.lepoch, m.b == enc.latest_epoch(rep)))
+            return _imp(o, m.kind == ask, o.And(m.a == rep.lepoch, asked(m) == enc.latest_epoch(rep)))
         out.append(Lemma(f"EpochRequestNamesLatest[req(r{f})]", "epoch-answer", request))
 
         def within(enc, s, f=f):
             o, m, rep = enc.o, s.msgs[f], s.reps[f]
-            return _imp(o, o.And(m.kind == EPOCH_RESPONSE, m.a != UNDEF),
-                        o.And(m.a <= enc.latest_epoch(rep), m.a <= rep.lepoch))
+            epoch, _ = said(m)
+            return _imp(o, o.And(m.kind == answer, epoch != UNDEF),
+                        o.And(epoch <= enc.latest_epoch(rep), epoch <= rep.lepoch))
         out.append(Lemma(f"EpochAnswerWithinRequest[resp(r{f})]", "epoch-answer", within))
         for l in range(n):
             if l == f:
                 continue
-            for kind, what in ((EPOCH_RESPONSE, "answer"), (FETCH_RESPONSE, "FetchResponse"),
-                               (EPOCH_REQUEST, "request"), (FETCH, "Fetch")):
+            for kind, what in ((answer, "answer"), (ask, "request")) + (() if on_fetch else (
+                    (FETCH_RESPONSE, "FetchResponse"), (FETCH, "Fetch"))):
                 def not_behind(enc, s, f=f, l=l, kind=kind):
                     """Answered at the asker's epoch (KIP-320), and a leader's epoch only grows."""
                     o, m, rl = enc.o, s.msgs[f], s.reps[l]
@@ -379,8 +371,9 @@ def _epoch_answer_templates(n: int, L: int) -> List[Lemma]:
                     """Where the answer truncates the follower (when it ends the truncation), the
                     follower's log is a prefix of the sender's."""
                     o, m, rf, rl = enc.o, s.msgs[f], s.reps[f], s.reps[l]
-                    offset, done = enc.follower_truncation(rf, m.a, m.b)
-                    applies = o.And(m.kind == EPOCH_RESPONSE, m.peer == l, guard(o, s, f, l), done)
+                    epoch, end = said(m)
+                    offset, done = enc.follower_truncation(again(rf), epoch, end)
+                    applies = o.And(m.kind == answer, m.peer == l, epoch != UNDEF, guard(o, s, f, l), done)
                     return _imp(o, applies, o.And(offset <= rl.leo, _agreement(o, rf, rl, offset, L)))
                 out.append(Lemma(f"EpochAnswerAgrees[resp(r{f}) of r{l}, {g}]", "epoch-answer", agrees))
     return out
@@ -827,7 +820,7 @@ def candidates(enc: Encoding, families: Optional[Sequence[str]] = None) -> List[
     hand-written lemmas; names are unique."""
     n, L, C = enc.n, enc.L, enc.C
     out = (_record_templates(n, L) + _epoch_templates(n, L, C, enc.assign_rule is not None) + _fetch_templates(n, L)
-           + _agreement_templates(n, L) + (_epoch_answer_templates(n, L) if enc.assign_rule is not None else [])
+           + _agreement_templates(n, L) + (_epoch_answer_templates(n, L, enc.mode.truncate_on_fetch) if enc.assign_rule is not None else [])
            + _isr_templates(n) + _history_templates(n, L, enc.assign_rule is not None)
            + _scalar_templates(n) + _implication_templates(n)
            + hand_written())

@@ -1243,7 +1243,8 @@ def fetch_matches_log(enc: Encoding, s: SState):
     for f, m in enumerate(s.msgs):
         leo = s.reps[f].leo
         out.append(o.Or(m.kind != FETCH, m.b == leo))
-        out.append(o.Or(m.kind != FETCH_RESPONSE, m.start == leo, o.And(m.start == m.b, m.b < leo)))
+        diverging = m.c != UNDEF if enc.mode.truncate_on_fetch else False
+        out.append(o.Or(m.kind != FETCH_RESPONSE, m.start == leo, o.And(m.start == m.b, o.Or(m.b < leo, diverging))))
     return o.And(*out)
 
 
@@ -1309,7 +1310,16 @@ def follower_behind_leader_epoch(enc: Encoding, s: SState):
     return o.And(*out)
 
 
+def broker_epochs_within_bounces(enc: Encoding, s: SState):
+    o, c, h = enc.o, s.ctl, s.hist
+    if not c.bepochs:
+        return True
+    waiting = o.Sum([o.Not(o.And(rep.alive, live)) for rep, live in zip(s.reps, c.live)])
+    return waiting + sum(c.bepochs[1:], c.bepochs[0]) <= h.crashes + h.pfails
+
+
 INVARIANT_ENCODINGS.update({
+    "BrokerEpochsWithinBounces": broker_epochs_within_bounces,
     "EpochAnswerCutsSenderLog": epoch_answer_cuts_sender_log,
     "FollowerBehindLeaderEpoch": follower_behind_leader_epoch,
 })

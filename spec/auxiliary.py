@@ -24,14 +24,16 @@ def leo_within_produced(s: State) -> bool:
 
 def fetch_matches_log(s: State) -> bool:
     """A follower's log does not change while its fetch is out: a Fetch asks from its LEO, and a
-    FetchResponse starts at its LEO (or is an out-of-range answer without records, below it)."""
+    FetchResponse starts at its LEO (or is an out-of-range answer without records, below it, or,
+    with truncation on fetch, a diverging-epoch answer without records, at the leader's LEO)."""
     for f, m in enumerate(s.inflight):
         leo = len(s.replicas[f].log)
         if m and m[0] == FETCH and m[3] != leo:
             return False
         if m and m[0] == FETCH_RESPONSE:
             start = m[4] - len(m[2])
-            if not (start == leo or (not m[2] and m[4] < leo)):
+            diverging = len(m) > 5 and m[5] != UNDEFINED
+            if not (start == leo or (not m[2] and (m[4] < leo or diverging))):
                 return False
     return True
 
@@ -100,7 +102,17 @@ def follower_behind_leader_epoch(s: State) -> bool:
     return True
 
 
+def broker_epochs_within_bounces(s: State) -> bool:
+    """KRaft (KIP-903): a broker's epoch grows once per registration, and a broker registers again
+    only after a bounce the run counted (crash, controlled shutdown, power failure), so the broker
+    epochs plus the brokers still down or waiting to register never exceed the bounces used."""
+    c, h = s.controller, s.history
+    waiting = sum(1 for r, rep in enumerate(s.replicas) if not (rep.alive and c.live >> r & 1))
+    return not c.broker_epochs or sum(c.broker_epochs) + waiting <= h.crashes + h.power_failures
+
+
 CANDIDATES = (
     ("EpochAnswerCutsSenderLog", epoch_answer_cuts_sender_log),
     ("FollowerBehindLeaderEpoch", follower_behind_leader_epoch),
+    ("BrokerEpochsWithinBounces", broker_epochs_within_bounces),
 )

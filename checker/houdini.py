@@ -352,6 +352,24 @@ def _epoch_answer_templates(n: int, L: int, on_fetch: bool) -> List[Lemma]:
             return _imp(o, o.And(m.kind == answer, epoch != UNDEF),
                         o.And(epoch <= enc.latest_epoch(rep), epoch <= rep.lepoch))
         out.append(Lemma(f"EpochAnswerWithinRequest[resp(r{f})]", "epoch-answer", within))
+
+        if on_fetch:
+            def diverges(enc, s, f=f):
+                """A diverging epoch answers a Fetch whose last fetched epoch the leader lacks or
+                ends below the fetch offset (Partition.readRecords): it is older than the
+                follower's latest epoch, or ends below the follower's LEO."""
+                o, m, rep = enc.o, s.msgs[f], s.reps[f]
+                return _imp(o, o.And(m.kind == FETCH_RESPONSE, m.c != UNDEF),
+                            o.Or(m.c < enc.latest_epoch(rep), m.d < rep.leo))
+            out.append(Lemma(f"DivergingAnswerDiverges[resp(r{f})]", "epoch-answer", diverges))
+
+        def in_range(enc, s, f=f):
+            """No OFFSET_OUT_OF_RANGE answer: records (or none) at the follower's LEO, unless the
+            answer is a diverging epoch."""
+            o, m = enc.o, s.msgs[f]
+            plain = o.And(m.kind == FETCH_RESPONSE, m.c == UNDEF) if on_fetch else m.kind == FETCH_RESPONSE
+            return _imp(o, plain, m.start == s.reps[f].leo)
+        out.append(Lemma(f"FetchResponseInRange[resp(r{f})]", "epoch-answer", in_range))
         for l in range(n):
             if l == f:
                 continue
@@ -487,6 +505,8 @@ def _history_templates(n: int, L: int, cached: bool) -> List[Lemma]:
     guards = {
         "controller's ISR": lambda o, s, r: s.ctl.isr[r],
         "live ISR": lambda o, s, r: o.And(s.ctl.isr[r], s.ctl.live[r]),
+        # KIP-966: an Eligible Leader Replica is a former ISR member that may lead again
+        "ISR or ELR": lambda o, s, r: o.Or(s.ctl.isr[r], *s.ctl.elr[r:r + 1]),
         "leader": lambda o, s, r: o.And(s.reps[r].alive, s.reps[r].role == LEADER),
         "any": lambda o, s, r: True,
     }
@@ -570,7 +590,8 @@ def _atoms(o, s, r):
             ("no role", rep.role == NONE), ("named by the controller", c.leader == r), ("in the ISR", c.isr[r]),
             ("live", c.live[r]), ("at the controller's epoch", rep.lepoch == c.epoch),
             ("fetching", rep.truncating == FETCHING), ("a message in flight", m.kind != NO_MSG),
-            ("a stale fetch", s.stale[r].kind != NO_MSG), ("in its own ISR view", rep.isr[r])]
+            ("a stale fetch", s.stale[r].kind != NO_MSG), ("in its own ISR view", rep.isr[r])] + (
+        [("in the ELR", c.elr[r]), ("the last known leader", c.lke[r])] if c.elr else [])
 
 
 def _implication_templates(n: int) -> List[Lemma]:
@@ -694,64 +715,73 @@ def state_atoms(o, s) -> List[Tuple[str, object]]:
     return out
 
 
-def clause_lemmas(cenc: Encoding, states: Sequence, size: int = 3) -> List[Lemma]:
-    """Every clause of at most ``size`` literals over ``state_atoms`` that holds in all ``states``
-    and is not subsumed by a shorter one that does (family ``clause``). Computed on the set of
-    atom valuations seen, so it costs little whatever the number of states.
+class Clauses:
+    """The clause family: clauses of at most ``size`` literals over ``state_atoms`` that hold in
+    all ``states``, computed on the set of atom valuations seen (so it costs little whatever the
+    number of states). Houdini starts from the strongest (``strongest``: none implied by a shorter
+    one that holds) and, when z3 drops a one-literal clause, tries its weakenings that hold
+    (``weakenings``), as Daikon and ICE learners walk the lattice: hundreds of conjuncts at a time
+    instead of tens of thousands.
 
     >>> from hwcheck.spec import Config, Model
     >>> from hwcheck.checker.symbolic import CONCRETE, Encoding
     >>> model = Model(Config(mode="kip380", records=1, crashes=1))
-    >>> lemmas = clause_lemmas(Encoding(model, CONCRETE), reachable(model)[0])
-    >>> any(lem.name == "not r0 alive -> not r0 leader" for lem in lemmas)
+    >>> clauses = Clauses(Encoding(model, CONCRETE), reachable(model)[0])
+    >>> "not r0 alive -> not r0 leader" in [lem.name for lem in clauses.strongest()]
     True
+    >>> len(clauses.weakenings("not r0 alive -> not r0 leader"))
+    0
     """
-    import itertools
 
-    import numpy as np
-    if not states:
-        return []
-    names = [name for name, _ in state_atoms(cenc.o, cenc.of_state(states[0]))]
-    seen = {tuple(bool(t) for _, t in state_atoms(cenc.o, cenc.of_state(st))) for st in states}
-    P = np.array(sorted(seen), dtype=bool)                  # valuations x atoms
-    k = len(names)
-    # a literal is (atom, polarity); a clause holds when no valuation makes all its literals false
-    holds1 = {(i, v) for i in range(k) for v in (True, False) if (P[:, i] == v).all()}
-    holds: List[Tuple[Tuple[int, bool], ...]] = [((i, v),) for i, v in sorted(holds1)]
-    fixed = {i for i, _ in holds1}
-    free = [i for i in range(k) if i not in fixed]
-    holds2 = set()
-    for i, j in itertools.combinations(free, 2):
-        for vi, vj in itertools.product((True, False), repeat=2):
-            if not ((P[:, i] != vi) & (P[:, j] != vj)).any():
-                holds2.add(((i, vi), (j, vj)))
-    holds += sorted(holds2)
-    if size >= 3:
-        for i, j in itertools.combinations(free, 2):
-            for vi, vj in itertools.product((True, False), repeat=2):
-                if ((i, vi), (j, vj)) in holds2:
-                    continue
-                rows = P[(P[:, i] != vi) & (P[:, j] != vj)]    # the valuations the first two leave open
-                for m in free:
-                    if m <= j:
-                        continue
-                    for vm in (True, False):
-                        if ((i, vi), (m, vm)) in holds2 or ((j, vj), (m, vm)) in holds2:
-                            continue
-                        if not (rows[:, m] != vm).any():
-                            holds.append(((i, vi), (j, vj), (m, vm)))
+    def __init__(self, cenc: Encoding, states: Sequence, size: int = 3):
+        import numpy as np
+        self.size = size
+        self.names = [name for name, _ in state_atoms(cenc.o, cenc.of_state(states[0]))] if states else []
+        seen = {tuple(bool(t) for _, t in state_atoms(cenc.o, cenc.of_state(st))) for st in states}
+        self.P = np.array(sorted(seen), dtype=bool).reshape(len(seen), len(self.names))   # valuations x atoms
+        self.lits: Dict[str, Tuple[Tuple[int, bool], ...]] = {}
 
-    def text(lits):
-        """a -> b, or a & b -> c: the clause's last literal is the conclusion."""
-        pre = [("" if not v else "not ") + names[i] for i, v in lits[:-1]]
+    def _holds(self, lits) -> bool:
+        """No valuation seen makes every literal (atom, polarity) false."""
+        import numpy as np
+        atoms = [i for i, _ in lits]
+        return not (self.P[:, atoms] != np.array([v for _, v in lits])).all(axis=1).any()
+
+    def _lemma(self, lits) -> Lemma:
+        lits = tuple(sorted(lits))
+        pre = [("" if not v else "not ") + self.names[i] for i, v in lits[:-1]]     # a & b -> c
         i, v = lits[-1]
-        post = ("" if v else "not ") + names[i]
-        return f"{' & '.join(pre)} -> {post}" if pre else post
+        name = f"{' & '.join(pre)} -> {'' if v else 'not '}{self.names[i]}" if pre else f"{'' if v else 'not '}{self.names[i]}"
+        self.lits[name] = lits
 
-    def term(enc, s, lits):
-        atoms = [t for _, t in state_atoms(enc.o, s)]
-        return enc.o.Or(*[atoms[i] if v else enc.o.Not(atoms[i]) for i, v in lits])
-    return [Lemma(text(lits), "clause", lambda enc, s, lits=lits: term(enc, s, lits)) for lits in holds]
+        def term(enc, s, lits=lits):
+            atoms = [t for _, t in state_atoms(enc.o, s)]
+            return enc.o.Or(*[atoms[i] if v else enc.o.Not(atoms[i]) for i, v in lits])
+        return Lemma(name, "clause", term)
+
+    def strongest(self) -> List[Lemma]:
+        import itertools
+        k, out, found = len(self.names), [], set()
+        for width in range(1, self.size + 1):
+            for atoms in itertools.combinations(range(k), width):
+                for values in itertools.product((True, False), repeat=width):
+                    lits = tuple(zip(atoms, values))
+                    if any(sub in found for w in range(1, width) for sub in itertools.combinations(lits, w)):
+                        continue
+                    if self._holds(lits):
+                        found.add(lits)
+                        out.append(self._lemma(lits))
+        return out
+
+    def weakenings(self, name: str) -> List[Lemma]:
+        """The clauses one literal longer than ``name``'s that hold, for a one-literal clause (an
+        atom constant in every state seen: a fact the small bounds may only make look constant)."""
+        lits = self.lits.get(name)
+        if lits is None or len(lits) > 1:           # only a fact found constant: the rest would be too many
+            return []
+        used = {i for i, _ in lits}
+        return [self._lemma(lits + ((i, v),)) for i in range(len(self.names)) if i not in used
+                for v in (True, False) if self._holds(lits + ((i, v),))]
 
 
 RECEIVE = ("follower_handle_fetch", "follower_handle_epoch_response", "leader_handle_fetch",
@@ -953,11 +983,11 @@ def _discover(model, d: Discovery, limit, extra, families, say, max_rounds) -> N
             d.seconds["prefilter"] = time.monotonic() - t0
             return
     kept, d.rejected = prefilter(cenc, lemmas, states)
-    if families is None or "clause" in families:
-        clauses = clause_lemmas(cenc, states)
-        kept += clauses
-        lemmas += clauses
-        d.generated += len(clauses)
+    clauses = Clauses(cenc, states if families is None or "clause" in families else [])
+    strongest = clauses.strongest()
+    kept += strongest
+    lemmas += strongest
+    d.generated += len(strongest)
     d.seconds["prefilter"] = time.monotonic() - t0
     say(f"prefilter: {len(kept)} of {len(lemmas)} candidates hold in the {len(states)} states bfs reached"
         f"{'' if d.reachable_complete else ' (the first levels only)'} ({d.seconds['prefilter']:.1f} s)")
@@ -1011,6 +1041,14 @@ def _discover(model, d: Discovery, limit, extra, families, say, max_rounds) -> N
             alive.discard(name)
             if name in by_name:
                 d.dropped.append((d.rounds, name))
+            for weaker in clauses.weakenings(name):          # a dropped clause: try its weakenings
+                if weaker.name not in all_candidates:
+                    all_candidates[weaker.name] = by_name[weaker.name] = weaker
+                    kept.append(weaker)
+                    lemmas.append(weaker)
+                    d.generated += 1
+                    members.append((weaker.name, weaker.term(zenc, s0), weaker.term(zenc, s1)))
+                    alive.add(weaker.name)
     d.seconds["z3"] = time.monotonic() - t0
     d.survivors = [lem for lem in kept if lem.name in alive]
     d.verdict = HOLDS if all(g in alive for g in d.goals) else NOT_INDUCTIVE

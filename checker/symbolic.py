@@ -1285,12 +1285,15 @@ def epoch_answer_cuts_sender_log(enc: Encoding, s: SState):
         for l, sender in enumerate(s.reps):
             if l == f:
                 continue
-            applies = o.And(m.kind == EPOCH_RESPONSE, m.peer == l, m.a != UNDEF, m.b != UNDEF, sender.alive,
+            # an OffsetsForLeaderEpoch answer, or a FetchResponse's diverging epoch (truncation on fetch)
+            on_fetch = enc.mode.truncate_on_fetch
+            kind, epoch, end = (FETCH_RESPONSE, m.c, m.d) if on_fetch else (EPOCH_RESPONSE, m.a, m.b)
+            applies = o.And(m.kind == kind, m.peer == l, epoch != UNDEF, end != UNDEF, sender.alive,
                             sender.role == LEADER, sender.lepoch == rep.lepoch)
-            body = [m.b <= sender.leo]
+            body = [end <= sender.leo]
             for j, e in enumerate(sender.log):
-                body.append(o.Or(o.Not(o.And(j < m.b, j < sender.leo)), e[1] <= m.a))
-                body.append(o.Or(o.Not(o.And(j == m.b, j < sender.leo)), e[1] > m.a, e[1] == sender.lepoch))
+                body.append(o.Or(o.Not(o.And(j < end, j < sender.leo)), e[1] <= epoch))
+                body.append(o.Or(o.Not(o.And(j == end, j < sender.leo)), e[1] > epoch, e[1] == sender.lepoch))
             out.append(o.Or(o.Not(applies), o.And(*body)))
     return o.And(*out)
 

@@ -72,13 +72,19 @@ AUXILIARY = (
 # (a lemma false in one is rejected before z3 sees it) and keeps it only if z3 finds it inductive.
 
 def epoch_answer_cuts_sender_log(s: State) -> bool:
-    """An OffsetsForLeaderEpoch answer (epoch, end) in flight, while its sender still leads at the
-    follower's epoch, cuts the sender's log where that epoch ends: the end is within its log, no
+    """An OffsetsForLeaderEpoch answer (epoch, end) in flight, or with truncation on fetch a
+    FetchResponse's diverging epoch, while its sender still leads at the follower's epoch, cuts the sender's log where that epoch ends: the end is within its log, no
     entry below it is of a later epoch, and the entry at it is of a later epoch or of the sender's own."""
     for f, m in enumerate(s.inflight):
-        if not (m and m[0] == EPOCH_RESPONSE) or m[2] == UNDEFINED or m[3] == UNDEFINED:
+        if m and m[0] == EPOCH_RESPONSE:
+            epoch, end = m[2], m[3]
+        elif m and m[0] == FETCH_RESPONSE and len(m) > 5:        # a diverging epoch (truncation on fetch)
+            epoch, end = m[5], m[6]
+        else:
             continue
-        l, epoch, end = m[1], m[2], m[3]
+        if epoch == UNDEFINED or end == UNDEFINED:
+            continue
+        l = m[1]
         sender, rep = s.replicas[l], s.replicas[f]
         if not (sender.alive and sender.role == LEADER and sender.leader_epoch == rep.leader_epoch):
             continue

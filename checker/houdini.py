@@ -394,6 +394,17 @@ def _epoch_answer_templates(n: int, L: int, on_fetch: bool) -> List[Lemma]:
                     applies = o.And(m.kind == answer, m.peer == l, epoch != UNDEF, guard(o, s, f, l), done)
                     return _imp(o, applies, o.And(offset <= rl.leo, _agreement(o, rf, rl, offset, L)))
                 out.append(Lemma(f"EpochAnswerAgrees[resp(r{f}) of r{l}, {g}]", "epoch-answer", agrees))
+
+                def lookup(enc, s, f=f, l=l, guard=guard):
+                    """The answer is the sender's endOffsetFor of the follower's latest epoch: its
+                    cache changes only at its own epoch while it leads (the end of that epoch,
+                    its LEO, may have grown)."""
+                    o, m, rf, rl = enc.o, s.msgs[f], s.reps[f], s.reps[l]
+                    epoch, end = said(m)
+                    e, x = enc.end_offset_for(rl.cache, rl.clen, rl.leo, enc.latest_epoch(rf))
+                    applies = o.And(m.kind == answer, m.peer == l, epoch != UNDEF, guard(o, s, f, l))
+                    return _imp(o, applies, o.And(epoch == e, o.Or(e == rl.lepoch, end == x)))
+                out.append(Lemma(f"EpochAnswerIsSendersLookup[resp(r{f}) of r{l}, {g}]", "epoch-answer", lookup))
     return out
 
 

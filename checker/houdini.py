@@ -405,6 +405,17 @@ def _epoch_answer_templates(n: int, L: int, on_fetch: bool) -> List[Lemma]:
                     applies = o.And(m.kind == answer, m.peer == l, epoch != UNDEF, guard(o, s, f, l))
                     return _imp(o, applies, o.And(epoch == e, o.Or(e == rl.lepoch, end == x)))
                 out.append(Lemma(f"EpochAnswerIsSendersLookup[resp(r{f}) of r{l}, {g}]", "epoch-answer", lookup))
+
+            def lookup_since(enc, s, f=f, l=l):
+                """Answered at the follower's epoch by a sender that still leads: the epochs it
+                has added since are above the follower's, so the lookup below it is unchanged."""
+                o, m, rf, rl = enc.o, s.msgs[f], s.reps[f], s.reps[l]
+                epoch, end = said(m)
+                e, x = enc.end_offset_for(rl.cache, rl.clen, rl.leo, enc.latest_epoch(rf))
+                applies = o.And(m.kind == answer, m.peer == l, epoch != UNDEF, rl.alive, rl.role == LEADER)
+                return _imp(o, applies, o.And(epoch == e, o.Or(e == rf.lepoch, end == x)))
+            out.append(Lemma(f"EpochAnswerIsSendersLookup[resp(r{f}) of r{l}, sender leads]", "epoch-answer",
+                             lookup_since))
     return out
 
 

@@ -28,17 +28,20 @@ True
 from __future__ import annotations
 
 import ctypes
+import itertools
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
+import numpy as np
 import z3
 
 from hwcheck.spec.auxiliary import AUXILIARY, CANDIDATES
 
 from .bmc import BOUNDS, _CTRL_C, Interrupted, Unrolling, _check, _is_ctrl_c, _solver, symbolic_encoding
 from .result import HOLDS, INTERRUPTED, VIOLATED
-from .symbolic import CONCRETE, EPOCH_REQUEST, EPOCH_RESPONSE, FETCH, FETCH_RESPONSE, FETCHING, FOLLOWER, LEADER, NO_MSG, NONE, UNDEF, Encoding, Z3
+from .symbolic import (CONCRETE, EPOCH_REQUEST, EPOCH_RESPONSE, FETCH, FETCH_RESPONSE, FETCHING, FOLLOWER, LEADER, NO_MSG,
+                       NONE, TRUNCATING_AGAIN, UNDEF, Encoding, Z3)
 
 NOT_INDUCTIVE = "not k-inductive"
 
@@ -57,14 +60,15 @@ FAMILIES: Dict[str, str] = {
                    "its office (guards: none, sender a leader, sender at the follower's epoch)",
     "prefix-agreement": "below a replica's HW its log agrees with a leader's (or an ISR member's) log",
     "isr": "the controller's ISR against a leader's view of it",
-    "epoch-answer": "an OffsetsForLeaderEpoch request names its sender's epoch and latest cached epoch; "
-                    "an answer's epoch is within what was asked, its sender never behind the asker, and "
-                    "the follower's log agrees with the sender's below where the answer truncates it",
+    "epoch-answer": "the question before a truncation (OffsetsForLeaderEpoch, or a Fetch's last fetched "
+                    "epoch) names the asker's epoch and latest cached epoch; the answer (or diverging "
+                    "epoch) is within it, really diverges, is the sender's endOffsetFor while the sender "
+                    "leads, and the follower's log agrees with the sender's below where it truncates",
     "clause": "clauses of up to three literals over boolean facts of the state (roles, the controller's "
               "view, messages in flight, how replicas' epochs, LEOs and HWs compare) true in every "
               "state the prefilter saw",
-    "history": "acknowledged and exposed records are held by ISR members, leaders and below the "
-               "exposed length",
+    "history": "acknowledged and exposed records are held by ISR (or ELR) members, leaders and below "
+               "the exposed length",
     "scalar-order": "orderings between offsets and epochs (HW, LEO, leader epochs, controller "
                     "epoch, produced, exposed length)",
     "implication": "implications between the boolean facts of one replica (alive, role, controller "
@@ -314,7 +318,6 @@ def _fetch_templates(n: int, L: int) -> List[Lemma]:
                     asked = o.And(m.kind == FETCH, m.peer == l, guard(o, s, l, f))
                     return _imp(o, asked, o.And(m.a == s.reps[f].lepoch, m.b <= rep.leo))
                 out.append(Lemma(f"FetchWithinSender[fetch(r{f}) to r{l},{g}]", "fetch-slice", fetch_epoch))
-
     return out
 
 
@@ -333,7 +336,7 @@ def _epoch_answer_templates(n: int, L: int, on_fetch: bool) -> List[Lemma]:
         ask, answer = FETCH, FETCH_RESPONSE
         asked = lambda m: m.c                                          # noqa: E731
         said = lambda m: (m.c, m.d)                                    # noqa: E731
-        again = lambda rep: rep._replace(truncating=2)                 # noqa: E731  (as spec/actions.py)
+        again = lambda rep: rep._replace(truncating=TRUNCATING_AGAIN)  # noqa: E731  (as spec/actions.py)
     else:
         ask, answer = EPOCH_REQUEST, EPOCH_RESPONSE
         asked = lambda m: m.b                                          # noqa: E731
@@ -720,7 +723,7 @@ def state_atoms(o, s) -> List[Tuple[str, object]]:
     for r in range(n):
         out += [(f"r{r} {name}", term) for name, term in _atoms(o, s, r)]
         rep = s.reps[r]
-        out += [(f"r{r} hw = leo", rep.hw == rep.leo), (f"r{r} truncating again", rep.truncating == 2)]
+        out += [(f"r{r} hw = leo", rep.hw == rep.leo), (f"r{r} truncating again", rep.truncating == TRUNCATING_AGAIN)]
         m = s.msgs[r]
         out += [(f"r{r} sent {what}", m.kind == kind) for kind, what in
                 ((FETCH, "a Fetch"), (FETCH_RESPONSE, "a FetchResponse"), (EPOCH_REQUEST, "an epoch request"),
@@ -756,7 +759,6 @@ class Clauses:
     """
 
     def __init__(self, cenc: Encoding, states: Sequence, size: int = 3):
-        import numpy as np
         self.size = size
         self.names = [name for name, _ in state_atoms(cenc.o, cenc.of_state(states[0]))] if states else []
         seen = {tuple(bool(t) for _, t in state_atoms(cenc.o, cenc.of_state(st))) for st in states}
@@ -765,7 +767,6 @@ class Clauses:
 
     def _holds(self, lits) -> bool:
         """No valuation seen makes every literal (atom, polarity) false."""
-        import numpy as np
         atoms = [i for i, _ in lits]
         return not (self.P[:, atoms] != np.array([v for _, v in lits])).all(axis=1).any()
 
@@ -782,7 +783,6 @@ class Clauses:
         return Lemma(name, "clause", term)
 
     def strongest(self) -> List[Lemma]:
-        import itertools
         k, out, found = len(self.names), [], set()
         for width in range(1, self.size + 1):
             for atoms in itertools.combinations(range(k), width):

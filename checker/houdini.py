@@ -366,6 +366,25 @@ def _epoch_answer_templates(n: int, L: int, on_fetch: bool) -> List[Lemma]:
                             o.Or(m.c < enc.latest_epoch(rep), m.d < rep.leo))
             out.append(Lemma(f"DivergingAnswerDiverges[resp(r{f})]", "epoch-answer", diverges))
 
+            def older(enc, s, f=f):
+                """The leader of the follower's epoch answered: it holds every entry of that epoch,
+                so a divergence is always at an older epoch."""
+                o, m, rep = enc.o, s.msgs[f], s.reps[f]
+                return _imp(o, o.And(m.kind == FETCH_RESPONSE, m.c != UNDEF), m.c < rep.lepoch)
+            out.append(Lemma(f"DivergingAnswerIsOlder[resp(r{f})]", "epoch-answer", older))
+
+        def keeps_exposed(enc, s, f=f):
+            """A follower holding every record consumers saw is not truncated below them: the
+            sender led the follower's epoch and held them too, so the epochs of their entries
+            are in its cache and end beyond them."""
+            o, m, rep, h = enc.o, s.msgs[f], s.reps[f], s.hist
+            epoch, end = said(m)
+            offset, _ = enc.follower_truncation(again(rep), epoch, end)
+            held = o.And(*[_imp(o, j < h.xlen, o.And(j < rep.leo, rep.log[j][0] == h.exposed[j]))
+                           for j in range(L)])
+            return _imp(o, o.And(m.kind == answer, epoch != UNDEF, held), offset >= h.xlen)
+        out.append(Lemma(f"EpochAnswerKeepsExposed[resp(r{f})]", "epoch-answer", keeps_exposed))
+
         def in_range(enc, s, f=f):
             """No OFFSET_OUT_OF_RANGE answer: records (or none) at the follower's LEO, unless the
             answer is a diverging epoch."""

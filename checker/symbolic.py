@@ -1278,7 +1278,7 @@ INVARIANT_ENCODINGS.update({
 # ---------------------------------------------------------------- candidate lemmas (spec/auxiliary.py CANDIDATES)
 
 def epoch_answer_cuts_sender_log(enc: Encoding, s: SState):
-    o, L = enc.o, enc.L
+    o = enc.o
     out = []
     for f, m in enumerate(s.msgs):
         rep = s.reps[f]

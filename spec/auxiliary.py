@@ -73,8 +73,9 @@ AUXILIARY = (
 
 def epoch_answer_cuts_sender_log(s: State) -> bool:
     """An OffsetsForLeaderEpoch answer (epoch, end) in flight, or with truncation on fetch a
-    FetchResponse's diverging epoch, while its sender still leads at the follower's epoch, cuts the sender's log where that epoch ends: the end is within its log, no
-    entry below it is of a later epoch, and the entry at it is of a later epoch or of the sender's own."""
+    FetchResponse's diverging epoch, while its sender still leads at the follower's epoch, cuts the
+    sender's log where that epoch ends: the end is within its log, no entry below it is of a later
+    epoch, and the entry at it is of a later epoch or of the sender's own."""
     for f, m in enumerate(s.inflight):
         if m and m[0] == EPOCH_RESPONSE:
             epoch, end = m[2], m[3]

@@ -542,6 +542,17 @@ def _isr_templates(n: int) -> List[Lemma]:
                     o = enc.o
                     return _imp(o, o.And(guard(o, s, l), s.reps[l].isr[x]), s.ctl.isr[x])
                 out.append(Lemma(f"ViewWithinIsr[r{x}, r{l} {g}]", "isr", view_in_ctl))
+            if x == l:
+                continue
+
+            def newer_leader_in_view(enc, s, l=l, x=x):
+                """A stale leader's ISR view holds every newer leader: without an unclean election
+                the controller elects from the ISR, which a leader shrinks only through its view."""
+                o, rl, rx = enc.o, s.reps[l], s.reps[x]
+                newer = o.Or(o.And(rx.alive, rx.role == LEADER, rx.lepoch > rl.lepoch),
+                             o.And(s.ctl.leader == x, s.ctl.epoch > rl.lepoch))
+                return _imp(o, o.And(rl.alive, rl.role == LEADER, newer), rl.isr[x])
+            out.append(Lemma(f"NewerLeaderInStaleView[r{x}, r{l} leads]", "isr", newer_leader_in_view))
     return out
 
 

@@ -137,21 +137,15 @@ def _record_templates(n: int, L: int) -> List[Lemma]:
             if x == y:
                 continue
 
-            def one_epoch(enc, s, x=x, y=y):
-                o = enc.o
-                _, px, sx = _src(enc, s, x)
-                _, py, sy = _src(enc, s, y)
-                return o.And(*[_imp(o, o.And(px(j), py(j), sx[j][0] == sy[j][0]), sx[j][1] == sy[j][1])
-                               for j in range(L)])
-            out.append(Lemma(f"RecordOneEpoch[{names[x]},{names[y]}]", "record-epoch", one_epoch))
-
-            def one_record(enc, s, x=x, y=y):
-                o = enc.o
-                _, px, sx = _src(enc, s, x)
-                _, py, sy = _src(enc, s, y)
-                return o.And(*[_imp(o, o.And(px(j), py(j), sx[j][1] == sy[j][1]), sx[j][0] == sy[j][0])
-                               for j in range(L)])
-            out.append(Lemma(f"OneRecordPerEpoch[{names[x]},{names[y]}]", "record-epoch", one_record))
+            # at one offset, the same record means the same epoch, and the same epoch the same record
+            for name, a, b in (("RecordOneEpoch", 0, 1), ("OneRecordPerEpoch", 1, 0)):
+                def same_implies_same(enc, s, x=x, y=y, a=a, b=b):
+                    o = enc.o
+                    _, px, sx = _src(enc, s, x)
+                    _, py, sy = _src(enc, s, y)
+                    return o.And(*[_imp(o, o.And(px(j), py(j), sx[j][a] == sy[j][a]), sx[j][b] == sy[j][b])
+                                   for j in range(L)])
+                out.append(Lemma(f"{name}[{names[x]},{names[y]}]", "record-epoch", same_implies_same))
             for j in range(1, L):
                 def matching(enc, s, x=x, y=y, j=j):
                     o = enc.o

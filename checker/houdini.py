@@ -320,6 +320,11 @@ def _agreement(o, a_rep, b_rep, upto, L):
                                            a_rep.log[j][1] == b_rep.log[j][1])) for j in range(L)])
 
 
+def _sender_at_its_epoch(o, s, f, l):
+    """l leads at f's epoch."""
+    return o.And(s.reps[l].alive, s.reps[l].role == LEADER, s.reps[l].lepoch == s.reps[f].lepoch)
+
+
 def _epoch_answer_templates(n: int, L: int, on_fetch: bool) -> List[Lemma]:
     """The question a follower asks before it truncates and its answer: OffsetsForLeaderEpoch
     (KIP-101; request: its leader epoch and latest cached epoch; answer: (epoch, end)) or, with
@@ -398,8 +403,7 @@ def _epoch_answer_templates(n: int, L: int, on_fetch: bool) -> List[Lemma]:
                                 rl.lepoch >= s.reps[f].lepoch)
                 out.append(Lemma(f"SenderNotBehind[{what} of r{f} with r{l} leading]", "epoch-answer", not_behind))
 
-            for g, guard in (("sender at its epoch", lambda o, s, f, l: o.And(s.reps[l].alive, s.reps[l].role == LEADER,
-                                                                                s.reps[l].lepoch == s.reps[f].lepoch)),
+            for g, guard in (("sender at its epoch", _sender_at_its_epoch),
                              ("sender in office", lambda o, s, f, l: _in_office(o, s, l))):
                 def agrees(enc, s, f=f, l=l, guard=guard):
                     """Where the answer truncates the follower (when it ends the truncation), the
@@ -411,27 +415,22 @@ def _epoch_answer_templates(n: int, L: int, on_fetch: bool) -> List[Lemma]:
                     return _imp(o, applies, o.And(offset <= rl.leo, _agreement(o, rf, rl, offset, L)))
                 out.append(Lemma(f"EpochAnswerAgrees[resp(r{f}) of r{l}, {g}]", "epoch-answer", agrees))
 
-                def lookup(enc, s, f=f, l=l, guard=guard):
-                    """The answer is the sender's endOffsetFor of the follower's latest epoch: its
-                    cache changes only at its own epoch while it leads (the end of that epoch,
-                    its LEO, may have grown)."""
+            # The answer is the sender's endOffsetFor of the follower's latest epoch: while the sender
+            # leads, its cache changes only above the epoch it answered at (``answered``: its own
+            # epoch, or the follower's when it may have moved on), and only that epoch's end, its
+            # LEO, may have grown.
+            for g, guard, answered in (
+                    ("sender at its epoch", _sender_at_its_epoch, lambda s, f, l: s.reps[l].lepoch),
+                    ("sender in office", lambda o, s, f, l: _in_office(o, s, l), lambda s, f, l: s.reps[l].lepoch),
+                    ("sender leads", lambda o, s, f, l: o.And(s.reps[l].alive, s.reps[l].role == LEADER),
+                     lambda s, f, l: s.reps[f].lepoch)):
+                def lookup(enc, s, f=f, l=l, guard=guard, answered=answered):
                     o, m, rf, rl = enc.o, s.msgs[f], s.reps[f], s.reps[l]
                     epoch, end = said(m)
                     e, x = enc.end_offset_for(rl.cache, rl.clen, rl.leo, enc.latest_epoch(rf))
                     applies = o.And(m.kind == answer, m.peer == l, epoch != UNDEF, guard(o, s, f, l))
-                    return _imp(o, applies, o.And(epoch == e, o.Or(e == rl.lepoch, end == x)))
+                    return _imp(o, applies, o.And(epoch == e, o.Or(e == answered(s, f, l), end == x)))
                 out.append(Lemma(f"EpochAnswerIsSendersLookup[resp(r{f}) of r{l}, {g}]", "epoch-answer", lookup))
-
-            def lookup_since(enc, s, f=f, l=l):
-                """Answered at the follower's epoch by a sender that still leads: the epochs it
-                has added since are above the follower's, so the lookup below it is unchanged."""
-                o, m, rf, rl = enc.o, s.msgs[f], s.reps[f], s.reps[l]
-                epoch, end = said(m)
-                e, x = enc.end_offset_for(rl.cache, rl.clen, rl.leo, enc.latest_epoch(rf))
-                applies = o.And(m.kind == answer, m.peer == l, epoch != UNDEF, rl.alive, rl.role == LEADER)
-                return _imp(o, applies, o.And(epoch == e, o.Or(e == rf.lepoch, end == x)))
-            out.append(Lemma(f"EpochAnswerIsSendersLookup[resp(r{f}) of r{l}, sender leads]", "epoch-answer",
-                             lookup_since))
     return out
 
 

@@ -549,12 +549,21 @@ def _isr_templates(n: int) -> List[Lemma]:
     return out
 
 
+def _eligible_beyond_isr(o, s, r) -> list:
+    """KIP-966 (modes with ELR): r in the ELR, or r the last known leader while ISR and ELR are empty."""
+    c = s.ctl
+    if not c.elr:
+        return []
+    return [c.elr[r], o.And(c.lke[r], o.Not(o.Or(*c.isr)), o.Not(o.Or(*c.elr)))]
+
+
 def _history_templates(n: int, L: int, cached: bool) -> List[Lemma]:
     guards = {
         "controller's ISR": lambda o, s, r: s.ctl.isr[r],
         "live ISR": lambda o, s, r: o.And(s.ctl.isr[r], s.ctl.live[r]),
-        # KIP-966: an Eligible Leader Replica is a former ISR member that may lead again
-        "ISR or ELR": lambda o, s, r: o.Or(s.ctl.isr[r], *s.ctl.elr[r:r + 1]),
+        # KIP-966: who may be elected next: an ISR member, an Eligible Leader Replica (a former
+        # ISR member), or with both empty the last known leader (PartitionChangeBuilder.electAnyLeader)
+        "eligible": lambda o, s, r: o.Or(s.ctl.isr[r], *_eligible_beyond_isr(o, s, r)),
         "leader": lambda o, s, r: o.And(s.reps[r].alive, s.reps[r].role == LEADER),
         "any": lambda o, s, r: True,
     }
@@ -968,6 +977,8 @@ class Discovery:
     rejected: Dict[str, object] = field(default_factory=dict)        # by the prefilter: name -> witness state
     dropped: List[Tuple[int, str]] = field(default_factory=list)     # by z3: (round, name)
     trail: List[Tuple[int, tuple, List[str]]] = field(default_factory=list)  # (round, step z3 chose, dropped)
+    befores: Dict[int, object] = field(default_factory=dict)          # round -> z3's first state (values)
+    lemmas: Dict[str, "Lemma"] = field(default_factory=dict)          # every candidate, by name
     survivors: List[Lemma] = field(default_factory=list)             # the inductive lemmas
     rounds: int = 0
     cti: Optional[Cti] = None             # the first step that broke a goal
@@ -1053,7 +1064,7 @@ def _discover(model, d: Discovery, limit, extra, families, say, max_rounds) -> N
     init = cenc.of_state(model.init_states()[0])
     not_at_init = [name for name in alive if name in by_name and not by_name[name].term(cenc, init)]
     alive -= set(not_at_init)          # cannot happen after the prefilter (the initial state is in it)
-    all_candidates = {lem.name: lem for lem in lemmas}
+    all_candidates = d.lemmas = {lem.name: lem for lem in lemmas}
     while True:
         d.rounds += 1
         if d.rounds > max_rounds:
@@ -1075,6 +1086,7 @@ def _discover(model, d: Discovery, limit, extra, families, say, max_rounds) -> N
         say(f"  round {d.rounds}: {len(dead)} dropped, {len(current) - len(dead)} left ({time.monotonic() - tq:.1f} s)")
         label = zenc.instances[zm.eval(un.acts[0], model_completion=True).as_long()]
         d.trail.append((d.rounds, label, dead))
+        d.befores[d.rounds] = before
         broken_goals = [g for g in d.goals if g in dead]
         if broken_goals and d.cti is None:
             excluded: Dict[str, List[str]] = {}
@@ -1098,6 +1110,43 @@ def _discover(model, d: Discovery, limit, extra, families, say, max_rounds) -> N
     d.survivors = [lem for lem in kept if lem.name in alive]
     d.verdict = HOLDS if all(g in alive for g in d.goals) else NOT_INDUCTIVE
     d.interrupted_in = ""
+
+
+@dataclass
+class Drop:
+    """Why z3 dropped ``name`` in round ``round``: the step ``label`` from a state where every
+    conjunct then assumed held; ``blockers`` are the conjuncts dropped in earlier rounds that are
+    false in that state (had one of them been inductive, this counterexample would not exist)."""
+    name: str
+    round: int
+    label: tuple
+    blockers: List[str]
+
+
+def drop_chain(model, d: Discovery, target: str) -> Tuple[Dict[str, Drop], List[str]]:
+    """Follow ``target``'s drop back through the lemmas whose earlier drop let its counterexample
+    to induction in: ({name: Drop} for every conjunct on the way, the roots). A root's
+    counterexample satisfies every candidate z3 ever saw that was dropped before it (and every
+    survivor): no lemma of the templates excludes it, so that is where a new lemma is needed (or
+    the root's first state is reachable beyond the states the prefilter saw, and the root is
+    not an invariant)."""
+    cenc = Encoding(model, CONCRETE)
+    dropped_in = {name: (r, label) for r, label, dead in d.trail for name in dead}
+    if target not in dropped_in:
+        raise KeyError(f"{target} was not dropped")
+    chain: Dict[str, Drop] = {}
+    todo = [target]
+    while todo:
+        name = todo.pop()
+        if name in chain:
+            continue
+        r, label = dropped_in[name]
+        before = d.befores[r]
+        blockers = [m for m, (rm, _) in dropped_in.items() if rm < r and not _holds(cenc, d.lemmas, m, before)]
+        chain[name] = Drop(name, r, label, blockers)
+        todo += blockers
+    roots = sorted((n for n, drop in chain.items() if not drop.blockers), key=lambda n: chain[n].round)
+    return chain, roots
 
 
 def _holds(cenc: Encoding, lemmas: Dict[str, Lemma], name: str, v) -> bool:

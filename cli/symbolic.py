@@ -12,9 +12,9 @@ import click
 
 from hwcheck.checker.bfs import bfs
 from hwcheck.checker.bmc import NOT_INDUCTIVE, EncodingError, bmc, prove as k_induction
-from hwcheck.checker.houdini import FAMILIES, discover
+from hwcheck.checker.houdini import FAMILIES, discover, drop_chain
 from hwcheck.checker.result import HOLDS, INTERRUPTED, VIOLATED, Trace
-from hwcheck.checker.symbolic import check_covered
+from hwcheck.checker.symbolic import CONCRETE, Encoding, check_covered
 from hwcheck.checker.trace import to_itf
 from hwcheck.spec import ConfigError, Model
 from hwcheck.spec.auxiliary import AUXILIARY
@@ -124,8 +124,11 @@ def _z3_config_errors(fn):
 @click.option("--reach-limit", type=click.IntRange(min=1), default=50_000, show_default=True,
               help="--discover: the reachable states the candidates are checked on (breadth first, "
                    "whole levels)")
+@click.option("--explain", is_flag=True,
+              help="--discover, not proved: follow the broken invariant's drop back through the lemmas "
+                   "whose drop let each counterexample in, to the roots no candidate excludes")
 @_z3_config_errors
-def prove(names, k, aux, discover, reach_limit, **knobs):
+def prove(names, k, aux, discover, reach_limit, explain, **knobs):
     """k-induction with z3: 'holds at every depth', or 'not k-inductive' with the counterexample
     to induction. Exit 0 proved, 1 violated from the initial state, 3 not k-inductive."""
     model = Model(make_config(**knobs))
@@ -137,7 +140,9 @@ def prove(names, k, aux, discover, reach_limit, **knobs):
     if discover:
         if k != 1:
             fail("--discover proves by 1-induction: leave --k at 1")
-        _prove_discovering(model, list(dict.fromkeys(names)), aux, reach_limit)
+        _prove_discovering(model, list(dict.fromkeys(names)), aux, reach_limit, explain)
+    if explain:
+        fail("--explain follows the drops of --discover: add --discover")
     click.echo(f"hwcheck prove: {settings_line(model.cfg)}")
     auxiliary = AUXILIARY if aux else ()
     click.echo(f"property: {' and '.join(list(names) + [n for n, _ in auxiliary] + ['EncodingBounds'])}; k={k}")
@@ -186,7 +191,35 @@ def _lemma_lines(lemmas, names: bool = True) -> List[str]:
     return lines
 
 
-def _prove_discovering(model, names, aux: bool, limit: int) -> None:
+def _drop_chain_lines(model, d, shown_roots: int = 3) -> List[str]:
+    """--explain: the drop chain of the first broken goal, as lines."""
+    goal = d.cti.broken[0]
+    chain, roots = drop_chain(model, d, goal)
+    lines = [f"drop chain of {goal} ({len(chain)} conjuncts; each was dropped at a step from a state that "
+             f"only conjuncts dropped in earlier rounds exclude):"]
+    for name, drop in sorted(chain.items(), key=lambda kv: -kv[1].round):
+        if drop.blockers and (name == goal or d.lemmas.get(name) is None or d.lemmas[name].family != "clause"):
+            shown = ", ".join(drop.blockers[:3]) + (f" and {len(drop.blockers) - 3} more" if len(drop.blockers) > 3 else "")
+            lines.append(f"  round {drop.round}: {name} at {model.format_label(drop.label)} <- {shown}")
+    clauses = sum(1 for n in chain if n in d.lemmas and d.lemmas[n].family == "clause")
+    if clauses:
+        lines.append(f"  (and {clauses} clauses of the clause family)")
+    lines.append(f"roots ({len(roots)}): dropped at a step from a state that no candidate dropped before excludes; "
+                 f"a new lemma must exclude it (or the state is reachable beyond the states the prefilter saw)")
+    by_step: dict = {}
+    for name in roots:
+        by_step.setdefault(chain[name].round, []).append(name)
+    for i, (r, found) in enumerate(sorted(by_step.items())):
+        drop = chain[found[0]]
+        names = ", ".join(found[:4]) + (f" and {len(found) - 4} more" if len(found) > 4 else "")
+        lines.append(f"  round {r}: {names} at {model.format_label(drop.label)}")
+        if i < shown_roots:
+            before = Encoding(model, CONCRETE).to_state(d.befores[r])
+            lines.append(state_lines(model, before))
+    return lines
+
+
+def _prove_discovering(model, names, aux: bool, limit: int, explain: bool = False) -> None:
     """``prove --discover``: Houdini (checker/houdini.py), then the verdict, the lemmas used or the
     counterexample to induction with the template families that would exclude it."""
     click.echo(f"hwcheck prove: {settings_line(model.cfg)}")
@@ -242,4 +275,6 @@ def _prove_discovering(model, names, aux: bool, limit: int) -> None:
     if d.survivors:
         click.echo(f"inductive lemmas found ({len(d.survivors)}, by family):")
         click.echo("\n".join(_lemma_lines(d.survivors, names=False)))
+    if explain:
+        click.echo("\n".join(_drop_chain_lines(model, d)))
     raise click.exceptions.Exit(EXIT_NOT_INDUCTIVE)

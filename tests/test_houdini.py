@@ -4,7 +4,9 @@ import pytest
 
 from hwcheck.checker.bfs import bfs
 from hwcheck.checker.bmc import BOUNDS
-from hwcheck.checker.houdini import FAMILIES, NOT_INDUCTIVE, Lemma, candidates, discover, prefilter, reachable
+from hwcheck.checker.houdini import (FAMILIES, NOT_INDUCTIVE, Lemma, _holds, candidates, discover, drop_chain, prefilter,
+                                     reachable)
+from hwcheck.cli.symbolic import _drop_chain_lines
 from hwcheck.checker.result import HOLDS, VIOLATED
 from hwcheck.checker.symbolic import CONCRETE, Encoding
 from hwcheck.spec import Config, Model
@@ -95,6 +97,32 @@ def test_a_counterexample_to_induction_is_a_real_step_and_names_its_families():
     # the families named exclude the CTI's first state: a lemma of theirs is false there
     for family, names in cti.excluded_by.items():
         assert family in FAMILIES and names
+
+
+def test_the_drop_chain_leads_from_the_broken_goal_to_states_no_candidate_excludes():
+    """``prove --discover --explain``: each conjunct on the chain was dropped at a real step from
+    z3's state; its blockers were dropped in earlier rounds and are false in that state; a root
+    has none (no conjunct dropped before it excludes its state)."""
+    model = Model(Config(**SMALL))
+    cenc = Encoding(model, CONCRETE)
+    d = discover(model, ["NoLogDivergence"], families=["scalar-order", "implication", "history"])
+    assert d.verdict == NOT_INDUCTIVE
+    cti = d.cti
+    chain, roots = drop_chain(model, d, cti.broken[0])
+    rounds = {name: r for r, _, dead in d.trail for name in dead}
+    assert cti.broken[0] in chain and roots and set(roots) <= set(chain)
+    for name, drop in chain.items():
+        before = d.befores[drop.round]
+        after = cenc.of_state(model.step(cenc.to_state(before), drop.label))
+        assert not _holds(cenc, d.lemmas, name, after)
+        for blocker in drop.blockers:
+            assert rounds[blocker] < drop.round and not _holds(cenc, d.lemmas, blocker, before)
+        assert (not drop.blockers) == (name in roots)
+    for name in roots:                 # no conjunct dropped before a root excludes its state
+        before = d.befores[chain[name].round]
+        assert all(_holds(cenc, d.lemmas, m, before) for m, r in rounds.items() if r < chain[name].round)
+    lines = "\n".join(_drop_chain_lines(model, d))
+    assert f"drop chain of {cti.broken[0]}" in lines and f"roots ({len(roots)})" in lines
 
 
 def test_discovery_finds_the_hw_loss_and_bfs_confirms_it():

@@ -208,15 +208,23 @@ def _epoch_templates(n: int, L: int, C: int, cached: bool) -> List[Lemma]:
             return _imp(o, m.kind == FETCH_RESPONSE, o.And(*[_imp(o, o.And(m.start <= j, j < m.b), m.recs[j][1] <= rep.lepoch)
                                                              for j in range(L)]))
         out.append(Lemma(f"EpochBound[resp(r{r}) to its follower]", "epoch-bound", resp_to_follower))
+        # the replica the controller named has not taken office: by its leader epoch, or (from
+        # KAFKA-7415, 2.1: makeLeader caches the new epoch at the LEO; a crash keeps the cache) by
+        # its epoch cache, which still says so after a crash reset its leader epoch
+        pending_guards = {"is named but not in office": lambda enc, s, r: s.reps[r].lepoch < s.ctl.epoch}
+        if cached:
+            pending_guards["is named and has not cached the epoch"] = \
+                lambda enc, s, r: enc.latest_epoch(s.reps[r]) < s.ctl.epoch
         for x in range(n):
-            def not_yet(enc, s, r=r, x=x):
-                """The replica the controller named has not taken office: nobody holds its epoch yet."""
-                o, c, rx = enc.o, s.ctl, s.reps[x]
-                pending = o.And(c.leader == r, s.reps[r].lepoch < c.epoch)
-                cache = [_imp(o, k < rx.clen, rx.cache[k][0] < c.epoch) for k in range(C)] if cached else []
-                return _imp(o, pending, o.And(*[_imp(o, j < rx.leo, rx.log[j][1] < c.epoch) for j in range(L)],
-                                              *cache, o.Or(rx.role != LEADER, rx.lepoch < c.epoch)))
-            out.append(Lemma(f"EpochNotYetHeld[r{x} while r{r} is named but not in office]", "epoch-bound", not_yet))
+            for g, pending_guard in pending_guards.items():
+                def not_yet(enc, s, r=r, x=x, pending_guard=pending_guard):
+                    """The replica the controller named has not taken office: nobody holds its epoch yet."""
+                    o, c, rx = enc.o, s.ctl, s.reps[x]
+                    pending = o.And(c.leader == r, pending_guard(enc, s, r))
+                    cache = [_imp(o, k < rx.clen, rx.cache[k][0] < c.epoch) for k in range(C)] if cached else []
+                    return _imp(o, pending, o.And(*[_imp(o, j < rx.leo, rx.log[j][1] < c.epoch) for j in range(L)],
+                                                  *cache, o.Or(rx.role != LEADER, rx.lepoch < c.epoch)))
+                out.append(Lemma(f"EpochNotYetHeld[r{x} while r{r} {g}]", "epoch-bound", not_yet))
 
             def resp_not_yet(enc, s, r=r, f=x):
                 o, c, m = enc.o, s.ctl, s.msgs[f]
@@ -260,6 +268,21 @@ def _epoch_templates(n: int, L: int, C: int, cached: bool) -> List[Lemma]:
                                                              rep.cache[k][1] <= j) for k in range(C)]))
                            for j in range(L)])
         out.append(Lemma(f"CacheHasEveryEpoch[r{r}]", "cache-faithful", every_epoch_cached))
+
+        for l in range(n):
+            if l == r:
+                continue
+
+            def other_leaders_epoch(enc, s, r=r, l=l):
+                """Only the leader of an epoch caches it before holding one of its records
+                (become_leader assigns (epoch, LEO)); another replica caches it on appending one
+                and drops it when truncating below it (LeaderEpochFileCache.truncateFromEnd)."""
+                o, rep, lead = enc.o, s.reps[r], s.reps[l]
+                leads = o.And(lead.alive, lead.role == LEADER)
+                return _imp(o, leads, o.And(*[_imp(o, o.And(k < rep.clen, rep.cache[k][0] == lead.lepoch),
+                                                   rep.cache[k][1] < rep.leo) for k in range(C)]))
+            out.append(Lemma(f"CachedEpochOfLeaderHasRecords[r{r}, leader r{l}]", "cache-faithful",
+                             other_leaders_epoch))
 
         def latest_vs_log(enc, s, r=r):
             o, rep = enc.o, s.reps[r]
@@ -546,6 +569,15 @@ def _isr_templates(n: int) -> List[Lemma]:
                              o.And(s.ctl.leader == x, s.ctl.epoch > rl.lepoch))
                 return _imp(o, o.And(rl.alive, rl.role == LEADER, newer), rl.isr[x])
             out.append(Lemma(f"NewerLeaderInStaleView[r{x}, r{l} leads]", "isr", newer_leader_in_view))
+
+            def newer_epoch_holder_in_view(enc, s, l=l, x=x):
+                """A stale leader's ISR view holds a replica that holds a record of a newer epoch
+                (with two replicas that replica wrote it as the newer leader; with more the
+                prefilter decides)."""
+                o, rl, rx = enc.o, s.reps[l], s.reps[x]
+                newer = o.Or(*[o.And(j < rx.leo, rx.log[j][1] > rl.lepoch) for j in range(len(rx.log))])
+                return _imp(o, o.And(rl.alive, rl.role == LEADER, newer), rl.isr[x])
+            out.append(Lemma(f"NewerEpochHolderInStaleView[r{x}, r{l} leads]", "isr", newer_epoch_holder_in_view))
     return out
 
 
@@ -565,6 +597,10 @@ def _history_templates(n: int, L: int, cached: bool) -> List[Lemma]:
         # ISR member), or with both empty the last known leader (PartitionChangeBuilder.electAnyLeader)
         "eligible": lambda o, s, r: o.Or(s.ctl.isr[r], *_eligible_beyond_isr(o, s, r)),
         "leader": lambda o, s, r: o.And(s.reps[r].alive, s.reps[r].role == LEADER),
+        # the controller may have dropped it (a controlled shutdown, a fenced broker) without a new
+        # epoch yet: nobody else can have led since
+        "leader at the controller's epoch": lambda o, s, r: o.And(s.reps[r].alive, s.reps[r].role == LEADER,
+                                                                  s.reps[r].lepoch == s.ctl.epoch),
         "any": lambda o, s, r: True,
     }
     out = []
@@ -756,6 +792,7 @@ def state_atoms(o, s) -> List[Tuple[str, object]]:
         out += [(f"r{r} {name}", term) for name, term in _atoms(o, s, r)]
         rep = s.reps[r]
         out += [(f"r{r} hw = leo", rep.hw == rep.leo), (f"r{r} truncating again", rep.truncating == TRUNCATING_AGAIN)]
+        out += [(f"r{p} in r{r}'s ISR view", rep.isr[p]) for p in range(n) if p != r]
         m = s.msgs[r]
         out += [(f"r{r} sent {what}", m.kind == kind) for kind, what in
                 ((FETCH, "a Fetch"), (FETCH_RESPONSE, "a FetchResponse"), (EPOCH_REQUEST, "an epoch request"),

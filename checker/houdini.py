@@ -578,6 +578,16 @@ def _isr_templates(n: int) -> List[Lemma]:
                 newer = o.Or(*[o.And(j < rx.leo, rx.log[j][1] > rl.lepoch) for j in range(len(rx.log))])
                 return _imp(o, o.And(rl.alive, rl.role == LEADER, newer), rl.isr[x])
             out.append(Lemma(f"NewerEpochHolderInStaleView[r{x}, r{l} leads]", "isr", newer_epoch_holder_in_view))
+
+            def last_known_leader_led(enc, s, l=l, x=x):
+                """KIP-966: the last known leader is the leader the controller named at its epoch
+                when ISR and ELR became empty (no new epoch since): nobody else leads that epoch."""
+                o, c, rx = enc.o, s.ctl, s.reps[x]
+                if not c.elr:
+                    return True
+                last_known = o.And(c.lke[l], o.Not(o.Or(*c.isr)), o.Not(o.Or(*c.elr)))
+                return _imp(o, last_known, o.Not(o.And(rx.alive, rx.role == LEADER, rx.lepoch == c.epoch)))
+            out.append(Lemma(f"LastKnownLeaderLedTheEpoch[r{l}, not r{x}]", "isr", last_known_leader_led))
     return out
 
 

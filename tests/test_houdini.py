@@ -145,6 +145,7 @@ def test_cli_prove_discover(tmp_path):
     assert "<- broken: NoCommittedDataLoss" in r.stdout and "bfs" in r.stdout
     assert "--k" in one_line_error(run_cli("prove", "--invariant", "NoLogDivergence", "--mode", "kip380",
                                            "--discover", "--k", "2"))
+    assert "--discover" in one_line_error(run_cli("prove", "--invariant", "NoLogDivergence", "--explain"))
     # the newest mode is encoded; what the encoding lacks (disk losses, follower reads) is refused
     assert "disk_losses" in one_line_error(run_cli("prove", "--invariant", "NoLogDivergence", "--discover",
                                                    "--disk-losses", "1"))

@@ -494,7 +494,10 @@ def _agreement_templates(n: int, L: int) -> List[Lemma]:
                 continue
             for g, guard in (("not ahead of it", lambda o, s, a, b: s.reps[a].lepoch <= s.reps[b].lepoch),
                              ("at its epoch or down", lambda o, s, a, b: o.Or(s.reps[a].lepoch == s.reps[b].lepoch,
-                                                                              s.reps[a].role == NONE))):
+                                                                              s.reps[a].role == NONE)),
+                             # KRaft: a leader keeps its followers' LEOs across its own new epoch
+                             # (makeLeader, isNewLeader false), when they may have moved on first
+                             ("in any role", lambda o, s, a, b: True)):
                 def remote_known(enc, s, a=a, b=b, guard=guard):
                     o, lb, ra = enc.o, s.reps[b], s.reps[a]
                     known = o.And(lb.alive, lb.role == LEADER, lb.remote[a] != UNDEF, guard(o, s, a, b))
@@ -843,6 +846,12 @@ class Clauses:
         seen = {tuple(bool(t) for _, t in state_atoms(cenc.o, cenc.of_state(st))) for st in states}
         self.P = np.array(sorted(seen), dtype=bool).reshape(len(seen), len(self.names))   # valuations x atoms
         self.lits: Dict[str, Tuple[Tuple[int, bool], ...]] = {}
+        self._last: tuple = (None, None, [])          # (state, algebra, its atoms): every clause reads the same
+
+    def _atoms(self, o, s) -> list:
+        if not (self._last[0] is s and self._last[1] is o):
+            self._last = (s, o, [t for _, t in state_atoms(o, s)])
+        return self._last[2]
 
     def _holds(self, lits) -> bool:
         """No valuation seen makes every literal (atom, polarity) false."""
@@ -857,7 +866,7 @@ class Clauses:
         self.lits[name] = lits
 
         def term(enc, s, lits=lits):
-            atoms = [t for _, t in state_atoms(enc.o, s)]
+            atoms = self._atoms(enc.o, s)
             return enc.o.Or(*[atoms[i] if v else enc.o.Not(atoms[i]) for i, v in lits])
         return Lemma(name, "clause", term)
 
@@ -1112,16 +1121,21 @@ def _discover(model, d: Discovery, limit, extra, families, say, max_rounds) -> N
     not_at_init = [name for name in alive if name in by_name and not by_name[name].term(cenc, init)]
     alive -= set(not_at_init)          # cannot happen after the prefilter (the initial state is in it)
     all_candidates = d.lemmas = {lem.name: lem for lem in lemmas}
+    wf = zenc.wf(s0)
+    broken_after = {}                    # name -> its negation at s1, built once
     while True:
         d.rounds += 1
         if d.rounds > max_rounds:
             raise RuntimeError("Houdini did not reach a fixed point")
         current = [(name, a, b) for name, a, b in members if name in alive]
+        for name, _, b in current:
+            if name not in broken_after:
+                broken_after[name] = Z3.Not(b)
         solver = _solver(True)
-        solver.add(zenc.wf(s0), *step)
+        solver.add(wf, *step)
         solver.add(*[a for _, a, _ in current if a is not True])
         tq = time.monotonic()
-        answer = _check(solver, Z3.Or(*[Z3.Not(b) for _, _, b in current]))
+        answer = _check(solver, Z3.Or(*[broken_after[name] for name, _, _ in current]))
         if answer == z3.unsat:
             say(f"  round {d.rounds}: unsat: {len(current)} conjuncts are inductive ({time.monotonic() - tq:.1f} s)")
             break

@@ -167,6 +167,19 @@ def _record_templates(n: int, L: int) -> List[Lemma]:
                          o.And(j < rl.leo, rl.log[j][0] == sx[j][0], rl.log[j][1] == sx[j][1])) for j in range(L)]))
             if names[x] != f"log(r{l})":
                 out.append(Lemma(f"LeaderHoldsItsEpoch[{names[x]}, leader r{l}]", "log-matching", leader_has_epoch))
+
+            def named_has_epoch(enc, s, x=x, l=l):
+                """The replica the controller named holds every entry of the controller's epoch once
+                its cache says it took office (a restart keeps log and cache)."""
+                o, rl, c = enc.o, s.reps[l], s.ctl
+                if not rl.cache:
+                    return True
+                _, px, sx = _src(enc, s, x)
+                return _imp(o, o.And(c.leader == l, enc.latest_epoch(rl) == c.epoch), o.And(*[
+                    _imp(o, o.And(px(j), sx[j][1] == c.epoch),
+                         o.And(j < rl.leo, rl.log[j][0] == sx[j][0], rl.log[j][1] == sx[j][1])) for j in range(L)]))
+            if names[x] != f"log(r{l})":
+                out.append(Lemma(f"NamedLeaderHoldsItsEpoch[{names[x]}, r{l}]", "log-matching", named_has_epoch))
     for x in range(k):
         def order(enc, s, x=x):
             o = enc.o
@@ -283,6 +296,15 @@ def _epoch_templates(n: int, L: int, C: int, cached: bool) -> List[Lemma]:
                                                    rep.cache[k][1] < rep.leo) for k in range(C)]))
             out.append(Lemma(f"CachedEpochOfLeaderHasRecords[r{r}, leader r{l}]", "cache-faithful",
                              other_leaders_epoch))
+
+        def own_follower_epoch(enc, s, r=r):
+            """A follower did not lead its epoch: it caches the epoch only with a record of it."""
+            o, rep = enc.o, s.reps[r]
+            return _imp(o, o.And(rep.alive, rep.role == FOLLOWER),
+                        o.And(*[_imp(o, o.And(k < rep.clen, rep.cache[k][0] == rep.lepoch), rep.cache[k][1] < rep.leo)
+                                for k in range(C)]))
+        out.append(Lemma(f"CachedEpochOfLeaderHasRecords[r{r}, its own epoch as a follower]", "cache-faithful",
+                         own_follower_epoch))
 
         def latest_vs_log(enc, s, r=r):
             o, rep = enc.o, s.reps[r]
@@ -454,6 +476,19 @@ def _epoch_answer_templates(n: int, L: int, on_fetch: bool) -> List[Lemma]:
                     applies = o.And(m.kind == answer, m.peer == l, epoch != UNDEF, guard(o, s, f, l))
                     return _imp(o, applies, o.And(epoch == e, o.Or(e == answered(s, f, l), end == x)))
                 out.append(Lemma(f"EpochAnswerIsSendersLookup[resp(r{f}) of r{l}, {g}]", "epoch-answer", lookup))
+
+                def validated(enc, s, f=f, l=l, guard=guard):
+                    """Records (no diverging epoch) answer a Fetch whose last fetched epoch the sender
+                    has, ending at or past the fetch offset (Partition.fetchRecords checks it); the
+                    follower's log and cache do not change while the fetch is out."""
+                    o, m, rf, rl = enc.o, s.msgs[f], s.reps[f], s.reps[l]
+                    latest = enc.latest_epoch(rf)
+                    e, x = enc.end_offset_for(rl.cache, rl.clen, rl.leo, latest)
+                    applies = o.And(m.kind == FETCH_RESPONSE, m.peer == l, m.c == UNDEF, latest != UNDEF,
+                                    guard(o, s, f, l))
+                    return _imp(o, applies, o.And(e == latest, x >= rf.leo))
+                if on_fetch:
+                    out.append(Lemma(f"RecordsAnswerValidated[resp(r{f}) of r{l}, {g}]", "epoch-answer", validated))
     return out
 
 
@@ -640,14 +675,20 @@ def _history_templates(n: int, L: int, cached: bool) -> List[Lemma]:
 
     if cached:
         for l in range(n):
-            for g, guard in (("in office", _in_office),
-                             ("leads", lambda o, s, l: o.And(s.reps[l].alive, s.reps[l].role == LEADER))):
-                def within_epoch_start(enc, s, l=l, guard=guard):
+            for g, guard, epoch in (
+                    ("in office", lambda enc, s, l: _in_office(enc.o, s, l), lambda enc, s, rep: rep.lepoch),
+                    ("leads", lambda enc, s, l: enc.o.And(s.reps[l].alive, s.reps[l].role == LEADER),
+                     lambda enc, s, rep: rep.lepoch),
+                    # named, and its cache says it took office (a restart keeps the cache and the HW)
+                    ("named, took office", lambda enc, s, l: enc.o.And(s.ctl.leader == l,
+                                                                       enc.latest_epoch(s.reps[l]) == s.ctl.epoch),
+                     lambda enc, s, rep: s.ctl.epoch)):
+                def within_epoch_start(enc, s, l=l, guard=guard, epoch=epoch):
                     """What consumers saw ends within the leader's HW or before its epoch began
                     (KAFKA-7128: a follower joins the ISR only past that start)."""
                     o, rep = enc.o, s.reps[l]
-                    start = enc.epoch_start(rep, rep.lepoch)
-                    return _imp(o, guard(o, s, l), o.Or(s.hist.xlen <= rep.hw, o.And(start != UNDEF, s.hist.xlen <= start)))
+                    start = enc.epoch_start(rep, epoch(enc, s, rep))
+                    return _imp(o, guard(enc, s, l), o.Or(s.hist.xlen <= rep.hw, o.And(start != UNDEF, s.hist.xlen <= start)))
                 out.append(Lemma(f"ExposedWithinLeaderHwOrEpochStart[r{l} {g}]", "history", within_epoch_start))
 
     def acked_exposed(enc, s):

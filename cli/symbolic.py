@@ -205,11 +205,15 @@ def _drop_chain_lines(model, d, shown_roots: int = 3) -> List[str]:
     if clauses:
         lines.append(f"  (and {clauses} clauses of the clause family)")
     lines.append(f"roots ({len(roots)}): dropped at a step from a state that no candidate dropped before excludes; "
-                 f"a new lemma must exclude it (or the state is reachable beyond the states the prefilter saw)")
+                 f"a new lemma must exclude it (or the state is reachable beyond the states the prefilter saw); "
+                 f"named lemmas first, then the steps that dropped clauses only")
     by_step: dict = {}
     for name in roots:
         by_step.setdefault(chain[name].round, []).append(name)
-    for i, (r, found) in enumerate(sorted(by_step.items())):
+
+    def clauses_only(step) -> bool:     # a step that dropped clauses alone is shown last
+        return all(n in d.lemmas and d.lemmas[n].family == "clause" for n in step[1])
+    for i, (r, found) in enumerate(sorted(by_step.items(), key=lambda step: (clauses_only(step), step[0]))):
         drop = chain[found[0]]
         names = ", ".join(found[:4]) + (f" and {len(found) - 4} more" if len(found) > 4 else "")
         lines.append(f"  round {r}: {names} at {model.format_label(drop.label)}")

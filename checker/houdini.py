@@ -67,8 +67,8 @@ FAMILIES: Dict[str, str] = {
     "clause": "clauses of up to three literals over boolean facts of the state (roles, the controller's "
               "view, messages in flight, how replicas' epochs, LEOs and HWs compare) true in every "
               "state the prefilter saw",
-    "history": "acknowledged and exposed records are held by ISR (or ELR) members, leaders and below "
-               "the exposed length",
+    "history": "acknowledged and exposed records are held by ISR members, KIP-966's eligible replicas, "
+               "leaders at the controller's epoch, and lie below the exposed length",
     "scalar-order": "orderings between offsets and epochs (HW, LEO, leader epochs, controller "
                     "epoch, produced, exposed length)",
     "implication": "implications between the boolean facts of one replica (alive, role, controller "
@@ -109,6 +109,15 @@ def _source_names(n: int) -> List[str]:
 
 def _src(enc, s, i):
     return _sources(enc, s)[i]
+
+
+def _took_office_named(enc, s, r):
+    """The controller names r and r's cache says it took office at the controller's epoch (from
+    KAFKA-7415 makeLeader caches the epoch; a restart keeps log, cache and HW, not the leader epoch).
+    Never, in a mode without an epoch cache."""
+    if not s.reps[r].cache:
+        return False
+    return enc.o.And(s.ctl.leader == r, enc.latest_epoch(s.reps[r]) == s.ctl.epoch)
 
 
 def _in_office(o, s, r):
@@ -156,30 +165,24 @@ def _record_templates(n: int, L: int) -> List[Lemma]:
                               for i in range(j)]
                     return _imp(o, same, o.And(*prefix))
                 out.append(Lemma(f"LogMatching[{names[x]},{names[y]}@{j}]", "log-matching", matching))
+    # a leader holds every entry of its own epoch, wherever it is, at the same offset; so does the
+    # replica the controller named once its cache says it took office (cached modes only)
+    holders = (("LeaderHoldsItsEpoch[{x}, leader r{l}]",
+                lambda enc, s, l: enc.o.And(s.reps[l].alive, s.reps[l].role == LEADER), lambda enc, s, l: s.reps[l].lepoch),
+               ("NamedLeaderHoldsItsEpoch[{x}, r{l}]", _took_office_named, lambda enc, s, l: s.ctl.epoch))
     for x in range(k):
         for l in range(n):
-            def leader_has_epoch(enc, s, x=x, l=l):
-                """A leader holds every entry of its own epoch, wherever it is, at the same offset."""
-                o, rl = enc.o, s.reps[l]
-                _, px, sx = _src(enc, s, x)
-                return _imp(o, o.And(rl.alive, rl.role == LEADER), o.And(*[
-                    _imp(o, o.And(px(j), sx[j][1] == rl.lepoch),
-                         o.And(j < rl.leo, rl.log[j][0] == sx[j][0], rl.log[j][1] == sx[j][1])) for j in range(L)]))
-            if names[x] != f"log(r{l})":
-                out.append(Lemma(f"LeaderHoldsItsEpoch[{names[x]}, leader r{l}]", "log-matching", leader_has_epoch))
-
-            def named_has_epoch(enc, s, x=x, l=l):
-                """The replica the controller named holds every entry of the controller's epoch once
-                its cache says it took office (a restart keeps log and cache)."""
-                o, rl, c = enc.o, s.reps[l], s.ctl
-                if not rl.cache:
-                    return True
-                _, px, sx = _src(enc, s, x)
-                return _imp(o, o.And(c.leader == l, enc.latest_epoch(rl) == c.epoch), o.And(*[
-                    _imp(o, o.And(px(j), sx[j][1] == c.epoch),
-                         o.And(j < rl.leo, rl.log[j][0] == sx[j][0], rl.log[j][1] == sx[j][1])) for j in range(L)]))
-            if names[x] != f"log(r{l})":
-                out.append(Lemma(f"NamedLeaderHoldsItsEpoch[{names[x]}, r{l}]", "log-matching", named_has_epoch))
+            if names[x] == f"log(r{l})":
+                continue
+            for name, holds_office, epoch in holders:
+                def holds_its_epoch(enc, s, x=x, l=l, holds_office=holds_office, epoch=epoch):
+                    o, rl = enc.o, s.reps[l]
+                    _, px, sx = _src(enc, s, x)
+                    e = epoch(enc, s, l)
+                    return _imp(o, holds_office(enc, s, l), o.And(*[
+                        _imp(o, o.And(px(j), sx[j][1] == e),
+                             o.And(j < rl.leo, rl.log[j][0] == sx[j][0], rl.log[j][1] == sx[j][1])) for j in range(L)]))
+                out.append(Lemma(name.format(x=names[x], l=l), "log-matching", holds_its_epoch))
     for x in range(k):
         def order(enc, s, x=x):
             o = enc.o
@@ -282,29 +285,18 @@ def _epoch_templates(n: int, L: int, C: int, cached: bool) -> List[Lemma]:
                            for j in range(L)])
         out.append(Lemma(f"CacheHasEveryEpoch[r{r}]", "cache-faithful", every_epoch_cached))
 
-        for l in range(n):
-            if l == r:
-                continue
-
-            def other_leaders_epoch(enc, s, r=r, l=l):
-                """Only the leader of an epoch caches it before holding one of its records
-                (become_leader assigns (epoch, LEO)); another replica caches it on appending one
-                and drops it when truncating below it (LeaderEpochFileCache.truncateFromEnd)."""
-                o, rep, lead = enc.o, s.reps[r], s.reps[l]
-                leads = o.And(lead.alive, lead.role == LEADER)
-                return _imp(o, leads, o.And(*[_imp(o, o.And(k < rep.clen, rep.cache[k][0] == lead.lepoch),
-                                                   rep.cache[k][1] < rep.leo) for k in range(C)]))
-            out.append(Lemma(f"CachedEpochOfLeaderHasRecords[r{r}, leader r{l}]", "cache-faithful",
-                             other_leaders_epoch))
-
-        def own_follower_epoch(enc, s, r=r):
-            """A follower did not lead its epoch: it caches the epoch only with a record of it."""
-            o, rep = enc.o, s.reps[r]
-            return _imp(o, o.And(rep.alive, rep.role == FOLLOWER),
-                        o.And(*[_imp(o, o.And(k < rep.clen, rep.cache[k][0] == rep.lepoch), rep.cache[k][1] < rep.leo)
-                                for k in range(C)]))
-        out.append(Lemma(f"CachedEpochOfLeaderHasRecords[r{r}, its own epoch as a follower]", "cache-faithful",
-                         own_follower_epoch))
+        # Only the leader of an epoch caches it before holding one of its records (become_leader
+        # assigns (epoch, LEO)); another replica caches it on appending one and drops it when
+        # truncating below it (LeaderEpochFileCache.truncateFromEnd). The epoch: another replica's
+        # while it leads, or r's own while r follows (r did not lead it).
+        not_led = [(f"leader r{l}", l, LEADER) for l in range(n) if l != r] + [("its own epoch as a follower", r, FOLLOWER)]
+        for g, holder, role in not_led:
+            def cached_with_records(enc, s, r=r, holder=holder, role=role):
+                o, rep, h = enc.o, s.reps[r], s.reps[holder]
+                return _imp(o, o.And(h.alive, h.role == role),
+                            o.And(*[_imp(o, o.And(k < rep.clen, rep.cache[k][0] == h.lepoch), rep.cache[k][1] < rep.leo)
+                                    for k in range(C)]))
+            out.append(Lemma(f"CachedEpochOfLeaderHasRecords[r{r}, {g}]", "cache-faithful", cached_with_records))
 
         def latest_vs_log(enc, s, r=r):
             o, rep = enc.o, s.reps[r]
@@ -623,18 +615,23 @@ def _isr_templates(n: int) -> List[Lemma]:
                 o, c, rx = enc.o, s.ctl, s.reps[x]
                 if not c.elr:
                     return True
-                last_known = o.And(c.lke[l], o.Not(o.Or(*c.isr)), o.Not(o.Or(*c.elr)))
-                return _imp(o, last_known, o.Not(o.And(rx.alive, rx.role == LEADER, rx.lepoch == c.epoch)))
+                return _imp(o, _last_known_electable(o, s, l),
+                            o.Not(o.And(rx.alive, rx.role == LEADER, rx.lepoch == c.epoch)))
             out.append(Lemma(f"LastKnownLeaderLedTheEpoch[r{l}, not r{x}]", "isr", last_known_leader_led))
     return out
 
 
+def _last_known_electable(o, s, r):
+    """KIP-966: r is the last known leader and ISR and ELR are empty (electAnyLeader would elect it)."""
+    c = s.ctl
+    return o.And(c.lke[r], o.Not(o.Or(*c.isr)), o.Not(o.Or(*c.elr)))
+
+
 def _eligible_beyond_isr(o, s, r) -> list:
     """KIP-966 (modes with ELR): r in the ELR, or r the last known leader while ISR and ELR are empty."""
-    c = s.ctl
-    if not c.elr:
+    if not s.ctl.elr:
         return []
-    return [c.elr[r], o.And(c.lke[r], o.Not(o.Or(*c.isr)), o.Not(o.Or(*c.elr)))]
+    return [s.ctl.elr[r], _last_known_electable(o, s, r)]
 
 
 def _history_templates(n: int, L: int, cached: bool) -> List[Lemma]:
@@ -680,9 +677,7 @@ def _history_templates(n: int, L: int, cached: bool) -> List[Lemma]:
                     ("leads", lambda enc, s, l: enc.o.And(s.reps[l].alive, s.reps[l].role == LEADER),
                      lambda enc, s, rep: rep.lepoch),
                     # named, and its cache says it took office (a restart keeps the cache and the HW)
-                    ("named, took office", lambda enc, s, l: enc.o.And(s.ctl.leader == l,
-                                                                       enc.latest_epoch(s.reps[l]) == s.ctl.epoch),
-                     lambda enc, s, rep: s.ctl.epoch)):
+                    ("named, took office", _took_office_named, lambda enc, s, rep: s.ctl.epoch)):
                 def within_epoch_start(enc, s, l=l, guard=guard, epoch=epoch):
                     """What consumers saw ends within the leader's HW or before its epoch began
                     (KAFKA-7128: a follower joins the ISR only past that start)."""
@@ -1151,32 +1146,28 @@ def _discover(model, d: Discovery, limit, extra, families, say, max_rounds) -> N
     s0 = un.new_state()
     step = un.step()
     s1 = un.states[1]
-    members: List[Tuple[str, object, object]] = []     # (name, term at s0, term at s1)
+    members: List[Tuple[str, object, object]] = []     # (name, term at s0, its negation at s1)
     for g in d.goals:
-        members.append((g, _goal_term(zenc, g, s0, un, 0), _goal_term(zenc, g, s1, un, 1)))
+        members.append((g, _goal_term(zenc, g, s0, un, 0), Z3.Not(_goal_term(zenc, g, s1, un, 1))))
     by_name = {lem.name: lem for lem in kept}
     for lem in kept:
-        members.append((lem.name, lem.term(zenc, s0), lem.term(zenc, s1)))
+        members.append((lem.name, lem.term(zenc, s0), Z3.Not(lem.term(zenc, s1))))
     alive = {name for name, _, _ in members}
     init = cenc.of_state(model.init_states()[0])
     not_at_init = [name for name in alive if name in by_name and not by_name[name].term(cenc, init)]
     alive -= set(not_at_init)          # cannot happen after the prefilter (the initial state is in it)
     all_candidates = d.lemmas = {lem.name: lem for lem in lemmas}
     wf = zenc.wf(s0)
-    broken_after = {}                    # name -> its negation at s1, built once
     while True:
         d.rounds += 1
         if d.rounds > max_rounds:
             raise RuntimeError("Houdini did not reach a fixed point")
         current = [(name, a, b) for name, a, b in members if name in alive]
-        for name, _, b in current:
-            if name not in broken_after:
-                broken_after[name] = Z3.Not(b)
         solver = _solver(True)
         solver.add(wf, *step)
         solver.add(*[a for _, a, _ in current if a is not True])
         tq = time.monotonic()
-        answer = _check(solver, Z3.Or(*[broken_after[name] for name, _, _ in current]))
+        answer = _check(solver, Z3.Or(*[broken for _, _, broken in current]))
         if answer == z3.unsat:
             say(f"  round {d.rounds}: unsat: {len(current)} conjuncts are inductive ({time.monotonic() - tq:.1f} s)")
             break
@@ -1206,7 +1197,7 @@ def _discover(model, d: Discovery, limit, extra, families, say, max_rounds) -> N
                     kept.append(weaker)
                     lemmas.append(weaker)
                     d.generated += 1
-                    members.append((weaker.name, weaker.term(zenc, s0), weaker.term(zenc, s1)))
+                    members.append((weaker.name, weaker.term(zenc, s0), Z3.Not(weaker.term(zenc, s1))))
                     alive.add(weaker.name)
     d.seconds["z3"] = time.monotonic() - t0
     d.survivors = [lem for lem in kept if lem.name in alive]

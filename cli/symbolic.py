@@ -213,12 +213,13 @@ def _drop_chain_lines(model, d, shown_roots: int = 3) -> List[str]:
 
     def clauses_only(step) -> bool:     # a step that dropped clauses alone is shown last
         return all(n in d.lemmas and d.lemmas[n].family == "clause" for n in step[1])
+    cenc = Encoding(model, CONCRETE)
     for i, (r, found) in enumerate(sorted(by_step.items(), key=lambda step: (clauses_only(step), step[0]))):
         drop = chain[found[0]]
         names = ", ".join(found[:4]) + (f" and {len(found) - 4} more" if len(found) > 4 else "")
         lines.append(f"  round {r}: {names} at {model.format_label(drop.label)}")
         if i < shown_roots:
-            before = Encoding(model, CONCRETE).to_state(d.befores[r])
+            before = cenc.to_state(d.befores[r])
             lines.append(state_lines(model, before))
     return lines
 

@@ -393,6 +393,14 @@ def _epoch_answer_templates(n: int, L: int, on_fetch: bool) -> List[Lemma]:
         out.append(Lemma(f"EpochAnswerWithinRequest[resp(r{f})]", "epoch-answer", within))
 
         if on_fetch:
+            for what, message in (("fetch", lambda s, f: s.msgs[f]), ("stale", lambda s, f: s.stale[f])):
+                def from_zero(enc, s, f=f, message=message):
+                    """A Fetch names no last fetched epoch only when its sender's cache was empty,
+                    and then its log was too (the cache covers every record): it asks from 0."""
+                    o, m = enc.o, message(s, f)
+                    return _imp(o, o.And(m.kind == FETCH, m.c == UNDEF), m.b == 0)
+                out.append(Lemma(f"NoLastEpochFetchesFromZero[{what}(r{f})]", "epoch-answer", from_zero))
+
             def diverges(enc, s, f=f):
                 """A diverging epoch answers a Fetch whose last fetched epoch the leader lacks or
                 ends below the fetch offset (Partition.readRecords): it is older than the
@@ -554,6 +562,29 @@ def _agreement_templates(n: int, L: int) -> List[Lemma]:
                 sent = o.And(m.kind == FETCH_RESPONSE, m.peer == b, rb.alive, rb.role == LEADER, rb.lepoch == ra.lepoch)
                 return _imp(o, sent, o.And(m.b <= rb.leo, _agreement(o, ra, rb, m.start, L)))
             out.append(Lemma(f"ResponseExtendsPrefix[resp(r{a}) of r{b} at its epoch]", "prefix-agreement", resp_prefix))
+            for what, message in (("fetch", lambda s, a: s.msgs[a]), ("stale", lambda s, a: s.stale[a])):
+                def validated_prefix(enc, s, a=a, b=b, message=message):
+                    """A Fetch at its leader's epoch that the leader validates (truncation on fetch:
+                    its last fetched epoch ends at or past the fetch offset in the leader's log,
+                    Partition.fetchRecords) asks for an offset the leader has, and the follower's
+                    log agrees with the leader's below it (it grew since, if anything)."""
+                    o, m, ra, rb = enc.o, message(s, a), s.reps[a], s.reps[b]
+                    out_of_range, diverging, _, _ = enc._diverging(rb, m)
+                    asked = o.And(m.kind == FETCH, m.peer == b, rb.alive, rb.role == LEADER, rb.lepoch == m.a,
+                                  o.Not(out_of_range), o.Not(diverging))
+                    return _imp(o, asked, o.And(m.b <= rb.leo, m.b <= ra.leo, _agreement(o, ra, rb, m.b, L)))
+                out.append(Lemma(f"ValidatedFetchIsPrefix[{what}(r{a}) to r{b} at its epoch]", "prefix-agreement",
+                                 validated_prefix))
+
+                def last_epoch_held(enc, s, a=a, b=b, message=message):
+                    """The last fetched epoch of a Fetch came with records from that epoch's leader
+                    (a follower caches an epoch only by appending its records): while that leader
+                    still leads at it, it holds the entry before the fetch offset, of that epoch."""
+                    o, m, rb = enc.o, message(s, a), s.reps[b]
+                    named = o.And(m.kind == FETCH, m.c != UNDEF, m.b > 0, rb.alive, rb.role == LEADER, rb.lepoch == m.c)
+                    return _imp(o, named, o.And(m.b <= rb.leo, o.select([e[1] for e in rb.log], m.b - 1) == m.c))
+                out.append(Lemma(f"LastFetchedEpochHeld[{what}(r{a}), its leader r{b}]", "prefix-agreement",
+                                 last_epoch_held))
             for g, extra in (("always", lambda o, s, a, m: True), ("sender at its epoch", lambda o, s, a, m: s.reps[a].lepoch == m.a)):
                 def stale_within(enc, s, a=a, b=b, extra=extra):
                     o, m, rb = enc.o, s.stale[a], s.reps[b]
@@ -788,6 +819,14 @@ def _implication_templates(n: int) -> List[Lemma]:
             o, m, rep = enc.o, s.stale[r], s.reps[r]
             return _imp(o, m.kind != NO_MSG, m.a <= rep.lepoch)
         out.append(Lemma(f"r{r}: its stale fetch carries an epoch at most its own", "implication", stale_epoch))
+
+        def stale_epoch_unless_restarted(enc, s, r=r):
+            """A stop forgets the leader epoch (UNDEF) and keeps the Fetch out; the next LeaderAndIsr
+            brings the controller's epoch, never below the Fetch's."""
+            o, m, rep = enc.o, s.stale[r], s.reps[r]
+            return _imp(o, m.kind != NO_MSG, o.Or(m.a <= rep.lepoch, rep.lepoch == UNDEF))
+        out.append(Lemma(f"r{r}: its stale fetch carries an epoch at most its own unless it stopped since",
+                         "implication", stale_epoch_unless_restarted))
     for l in range(n):
         for f in range(n):
             if f == l:

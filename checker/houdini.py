@@ -41,7 +41,7 @@ from hwcheck.spec.auxiliary import AUXILIARY, CANDIDATES
 from .bmc import BOUNDS, _CTRL_C, Interrupted, Unrolling, _check, _is_ctrl_c, _solver, symbolic_encoding
 from .result import HOLDS, INTERRUPTED, VIOLATED
 from .symbolic import (CONCRETE, EPOCH_REQUEST, EPOCH_RESPONSE, FETCH, FETCH_RESPONSE, FETCHING, FOLLOWER, LEADER, NO_MSG,
-                       NONE, TRUNCATING_AGAIN, UNDEF, Encoding, Z3)
+                       NONE, TRUNCATING_AGAIN, UNDEF, Encoding, Z3, latest_cached_epoch)
 
 NOT_INDUCTIVE = "not k-inductive"
 
@@ -68,7 +68,7 @@ FAMILIES: Dict[str, str] = {
               "view, messages in flight, how replicas' epochs, LEOs and HWs compare) true in every "
               "state the prefilter saw",
     "history": "acknowledged and exposed records are held by ISR members, KIP-966's eligible replicas, "
-               "leaders at the controller's epoch, and lie below the exposed length",
+               "leaders at the controller's epoch, the newest leader, and lie below the exposed length",
     "scalar-order": "orderings between offsets and epochs (HW, LEO, leader epochs, controller "
                     "epoch, produced, exposed length)",
     "implication": "implications between the boolean facts of one replica (alive, role, controller "
@@ -401,6 +401,21 @@ def _epoch_answer_templates(n: int, L: int, on_fetch: bool) -> List[Lemma]:
                     return _imp(o, o.And(m.kind == FETCH, m.c == UNDEF), m.b == 0)
                 out.append(Lemma(f"NoLastEpochFetchesFromZero[{what}(r{f})]", "epoch-answer", from_zero))
 
+                def epochs_ordered(enc, s, f=f, message=message):
+                    """A follower caches no epoch above its leader epoch (it appends only its
+                    leader's records): a Fetch's last fetched epoch is at most its current one."""
+                    o, m = enc.o, message(s, f)
+                    return _imp(o, m.kind == FETCH, m.c <= m.a)
+                out.append(Lemma(f"LastFetchedEpochWithinRequest[{what}(r{f})]", "epoch-answer", epochs_ordered))
+
+                def last_epoch_cached(enc, s, f=f, message=message):
+                    """The last fetched epoch was the sender's latest cached epoch; a cache loses
+                    its latest epoch only by truncating to a newer leader's: some cache holds it."""
+                    o, m = enc.o, message(s, f)
+                    return _imp(o, o.And(m.kind == FETCH, m.c != UNDEF),
+                                o.Or(*[latest_cached_epoch(o, x) >= m.c for x in s.reps]))
+                out.append(Lemma(f"LastFetchedEpochCached[{what}(r{f})]", "epoch-answer", last_epoch_cached))
+
             def diverges(enc, s, f=f):
                 """A diverging epoch answers a Fetch whose last fetched epoch the leader lacks or
                 ends below the fetch offset (Partition.readRecords): it is older than the
@@ -601,6 +616,50 @@ def _agreement_templates(n: int, L: int) -> List[Lemma]:
                     return _imp(o, asked, o.And(m.b <= ra.leo, _agreement(o, ra, rb, m.b, L)))
                 out.append(Lemma(f"StaleFetchIsPrefix[stale(r{a}) to r{b} at its epoch, {g}]", "prefix-agreement",
                                  stale_prefix))
+
+        def stale_still_held(enc, s, a=a):
+            """A follower truncates only on an answer from the leader of its epoch, and a leader
+            caches its epoch when it takes office: while no cache holds the epoch of a's stale
+            Fetch (or a newer one), a still holds the offsets it asked after, up to the last fetched
+            epoch (its latest cached epoch then, at or above every epoch in its log)."""
+            o, m, ra = enc.o, s.stale[a], s.reps[a]
+            quiet = o.And(m.kind == FETCH, m.c != UNDEF, m.b > 0, *[latest_cached_epoch(o, x) < m.a for x in s.reps])
+            return _imp(o, quiet, o.And(m.b <= ra.leo, o.select([e[1] for e in ra.log], m.b - 1) <= m.c))
+        out.append(Lemma(f"StaleFetchStillHeld[stale(r{a})]", "prefix-agreement", stale_still_held))
+
+        def stale_still_held_validated(enc, s, a=a):
+            """As StaleFetchStillHeld, when the leader of the Fetch's epoch may have taken office:
+            it truncates a only where a's log leaves its own, and every replica that caches that
+            epoch (and none a newer one) agrees with what the Fetch claims (endOffsetFor)."""
+            o, m, ra = enc.o, s.stale[a], s.reps[a]
+
+            def validates(x):
+                e, end = enc.end_offset_for(x.cache, x.clen, x.leo, m.c)
+                return _imp(o, latest_cached_epoch(o, x) == m.a, o.And(e == m.c, end >= m.b))
+            quiet = o.And(m.kind == FETCH, m.c != UNDEF, m.b > 0,
+                          *[o.And(latest_cached_epoch(o, x) <= m.a, validates(x)) for x in s.reps])
+            return _imp(o, quiet, o.And(m.b <= ra.leo, o.select([e[1] for e in ra.log], m.b - 1) <= m.c))
+        out.append(Lemma(f"StaleFetchStillHeld[stale(r{a}), its epoch's caches validate it]", "prefix-agreement",
+                         stale_still_held_validated))
+
+        def answered_epoch_cached(enc, s, a=a):
+            """An answer reaches a follower only from the leader of its epoch, which cached that
+            epoch when it took office; a cache loses its latest epoch only by truncating to a
+            newer leader's log, whose cache holds a newer one: some cache holds the epoch."""
+            o, m, ra = enc.o, s.msgs[a], s.reps[a]
+            answered = o.Or(m.kind == FETCH_RESPONSE, m.kind == EPOCH_RESPONSE)
+            return _imp(o, answered, o.Or(*[latest_cached_epoch(o, x) >= ra.lepoch for x in s.reps]))
+        out.append(Lemma(f"AnsweredEpochCached[resp(r{a})]", "prefix-agreement", answered_epoch_cached))
+
+        def sender_caches_epoch(enc, s, a=a):
+            """The same, for the sender: it still caches the follower's epoch unless it truncated
+            to a newer leader, and then a cache holds a newer epoch."""
+            o, m, ra = enc.o, s.msgs[a], s.reps[a]
+            answered = o.Or(m.kind == FETCH_RESPONSE, m.kind == EPOCH_RESPONSE)
+            sender = o.Or(*[o.And(m.peer == x, latest_cached_epoch(o, rx) >= ra.lepoch) for x, rx in enumerate(s.reps)])
+            newer = o.Or(*[latest_cached_epoch(o, x) > ra.lepoch for x in s.reps])
+            return _imp(o, answered, o.Or(sender, newer))
+        out.append(Lemma(f"AnsweredEpochCached[resp(r{a}), by its sender]", "prefix-agreement", sender_caches_epoch))
     return out
 
 
@@ -677,6 +736,10 @@ def _history_templates(n: int, L: int, cached: bool) -> List[Lemma]:
         # epoch yet: nobody else can have led since
         "leader at the controller's epoch": lambda o, s, r: o.And(s.reps[r].alive, s.reps[r].role == LEADER,
                                                                   s.reps[r].lepoch == s.ctl.epoch),
+        # no replica has heard of a newer epoch (its leader epoch, or the latest in its cache, which
+        # a stop keeps): whoever acknowledged a record since this leader took office was itself
+        "newest leader": lambda o, s, r: o.And(s.reps[r].alive, s.reps[r].role == LEADER, *[
+            o.And(x.lepoch <= s.reps[r].lepoch, latest_cached_epoch(o, x) <= s.reps[r].lepoch) for x in s.reps]),
         "any": lambda o, s, r: True,
     }
     out = []

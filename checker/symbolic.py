@@ -197,6 +197,11 @@ def ite(o, c, a, b):
     return rebuild(a, iter([o.If(c, x, y) for x, y in zip(leaves(a), leaves(b))]))
 
 
+def latest_cached_epoch(o, rep: SRep):
+    """The latest epoch in ``rep``'s epoch cache (UNDEF when empty): LeaderEpochFileCache.latestEpoch."""
+    return o.If(rep.clen > 0, o.select(rep.cache, rep.clen - 1)[0], UNDEF)
+
+
 def _same(a, b) -> bool:
     """The two terms are the same term, leaf for leaf (not: equal in value)."""
     for x, y in zip(leaves(a), leaves(b)):
@@ -668,7 +673,7 @@ class Encoding:
         return ite(o, same, (cache, clen), (new, k + 1))
 
     def latest_epoch(self, rep: SRep):
-        return self.o.If(rep.clen > 0, self.o.select(rep.cache, rep.clen - 1)[0], UNDEF)
+        return latest_cached_epoch(self.o, rep)
 
     def epoch_start(self, rep: SRep, epoch):
         out = UNDEF

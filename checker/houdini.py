@@ -507,7 +507,10 @@ def _epoch_answer_templates(n: int, L: int, on_fetch: bool) -> List[Lemma]:
     return out
 
 
-def _agreement_templates(n: int, L: int) -> List[Lemma]:
+def _agreement_templates(n: int, L: int, cached: bool, on_fetch: bool) -> List[Lemma]:
+    """Prefix agreement between logs, and what requests and answers in flight say of it; the
+    lemmas over a Fetch's last fetched epoch only with truncation on fetch (``on_fetch``), those
+    over epoch caches only where a cache is written (``cached``)."""
     guards = {
         "b in office": lambda o, s, b: _in_office(o, s, b),
         "b leads": lambda o, s, b: o.And(s.reps[b].alive, s.reps[b].role == LEADER),
@@ -577,7 +580,7 @@ def _agreement_templates(n: int, L: int) -> List[Lemma]:
                 sent = o.And(m.kind == FETCH_RESPONSE, m.peer == b, rb.alive, rb.role == LEADER, rb.lepoch == ra.lepoch)
                 return _imp(o, sent, o.And(m.b <= rb.leo, _agreement(o, ra, rb, m.start, L)))
             out.append(Lemma(f"ResponseExtendsPrefix[resp(r{a}) of r{b} at its epoch]", "prefix-agreement", resp_prefix))
-            for what, message in (("fetch", lambda s, a: s.msgs[a]), ("stale", lambda s, a: s.stale[a])):
+            for what, message in (("fetch", lambda s, a: s.msgs[a]), ("stale", lambda s, a: s.stale[a])) if on_fetch else ():
                 def validated_prefix(enc, s, a=a, b=b, message=message):
                     """A Fetch at its leader's epoch that the leader validates (truncation on fetch:
                     its last fetched epoch ends at or past the fetch offset in the leader's log,
@@ -616,50 +619,66 @@ def _agreement_templates(n: int, L: int) -> List[Lemma]:
                     return _imp(o, asked, o.And(m.b <= ra.leo, _agreement(o, ra, rb, m.b, L)))
                 out.append(Lemma(f"StaleFetchIsPrefix[stale(r{a}) to r{b} at its epoch, {g}]", "prefix-agreement",
                                  stale_prefix))
+        if on_fetch:
+            out += _stale_fetch_held(a)
+        if cached:
+            out += _answered_epoch_cached(a)
+    return out
 
-        def stale_still_held(enc, s, a=a):
-            """A follower truncates only on an answer from the leader of its epoch, and a leader
-            caches its epoch when it takes office: while no cache holds the epoch of a's stale
-            Fetch (or a newer one), a still holds the offsets it asked after, up to the last fetched
-            epoch (its latest cached epoch then, at or above every epoch in its log)."""
-            o, m, ra = enc.o, s.stale[a], s.reps[a]
-            quiet = o.And(m.kind == FETCH, m.c != UNDEF, m.b > 0, *[latest_cached_epoch(o, x) < m.a for x in s.reps])
-            return _imp(o, quiet, o.And(m.b <= ra.leo, o.select([e[1] for e in ra.log], m.b - 1) <= m.c))
-        out.append(Lemma(f"StaleFetchStillHeld[stale(r{a})]", "prefix-agreement", stale_still_held))
 
-        def stale_still_held_validated(enc, s, a=a):
-            """As StaleFetchStillHeld, when the leader of the Fetch's epoch may have taken office:
-            it truncates a only where a's log leaves its own, and every replica that caches that
-            epoch (and none a newer one) agrees with what the Fetch claims (endOffsetFor)."""
-            o, m, ra = enc.o, s.stale[a], s.reps[a]
+def _stale_fetch_held(a: int) -> List[Lemma]:
+    """(truncation on fetch) What a's stale Fetch still says of a's log."""
+    out = []
 
-            def validates(x):
-                e, end = enc.end_offset_for(x.cache, x.clen, x.leo, m.c)
-                return _imp(o, latest_cached_epoch(o, x) == m.a, o.And(e == m.c, end >= m.b))
-            quiet = o.And(m.kind == FETCH, m.c != UNDEF, m.b > 0,
-                          *[o.And(latest_cached_epoch(o, x) <= m.a, validates(x)) for x in s.reps])
-            return _imp(o, quiet, o.And(m.b <= ra.leo, o.select([e[1] for e in ra.log], m.b - 1) <= m.c))
-        out.append(Lemma(f"StaleFetchStillHeld[stale(r{a}), its epoch's caches validate it]", "prefix-agreement",
-                         stale_still_held_validated))
+    def stale_still_held(enc, s, a=a):
+        """A follower truncates only on an answer from the leader of its epoch, and a leader
+        caches its epoch when it takes office: while no cache holds the epoch of a's stale
+        Fetch (or a newer one), a still holds the offsets it asked after, up to the last fetched
+        epoch (its latest cached epoch then, at or above every epoch in its log)."""
+        o, m, ra = enc.o, s.stale[a], s.reps[a]
+        quiet = o.And(m.kind == FETCH, m.c != UNDEF, m.b > 0, *[latest_cached_epoch(o, x) < m.a for x in s.reps])
+        return _imp(o, quiet, o.And(m.b <= ra.leo, o.select([e[1] for e in ra.log], m.b - 1) <= m.c))
+    out.append(Lemma(f"StaleFetchStillHeld[stale(r{a})]", "prefix-agreement", stale_still_held))
 
-        def answered_epoch_cached(enc, s, a=a):
-            """An answer reaches a follower only from the leader of its epoch, which cached that
-            epoch when it took office; a cache loses its latest epoch only by truncating to a
-            newer leader's log, whose cache holds a newer one: some cache holds the epoch."""
-            o, m, ra = enc.o, s.msgs[a], s.reps[a]
-            answered = o.Or(m.kind == FETCH_RESPONSE, m.kind == EPOCH_RESPONSE)
-            return _imp(o, answered, o.Or(*[latest_cached_epoch(o, x) >= ra.lepoch for x in s.reps]))
-        out.append(Lemma(f"AnsweredEpochCached[resp(r{a})]", "prefix-agreement", answered_epoch_cached))
+    def stale_still_held_validated(enc, s, a=a):
+        """As StaleFetchStillHeld, when the leader of the Fetch's epoch may have taken office:
+        it truncates a only where a's log leaves its own, and every replica that caches that
+        epoch (and none a newer one) agrees with what the Fetch claims (endOffsetFor)."""
+        o, m, ra = enc.o, s.stale[a], s.reps[a]
 
-        def sender_caches_epoch(enc, s, a=a):
-            """The same, for the sender: it still caches the follower's epoch unless it truncated
-            to a newer leader, and then a cache holds a newer epoch."""
-            o, m, ra = enc.o, s.msgs[a], s.reps[a]
-            answered = o.Or(m.kind == FETCH_RESPONSE, m.kind == EPOCH_RESPONSE)
-            sender = o.Or(*[o.And(m.peer == x, latest_cached_epoch(o, rx) >= ra.lepoch) for x, rx in enumerate(s.reps)])
-            newer = o.Or(*[latest_cached_epoch(o, x) > ra.lepoch for x in s.reps])
-            return _imp(o, answered, o.Or(sender, newer))
-        out.append(Lemma(f"AnsweredEpochCached[resp(r{a}), by its sender]", "prefix-agreement", sender_caches_epoch))
+        def validates(x):
+            e, end = enc.end_offset_for(x.cache, x.clen, x.leo, m.c)
+            return _imp(o, latest_cached_epoch(o, x) == m.a, o.And(e == m.c, end >= m.b))
+        quiet = o.And(m.kind == FETCH, m.c != UNDEF, m.b > 0,
+                      *[o.And(latest_cached_epoch(o, x) <= m.a, validates(x)) for x in s.reps])
+        return _imp(o, quiet, o.And(m.b <= ra.leo, o.select([e[1] for e in ra.log], m.b - 1) <= m.c))
+    out.append(Lemma(f"StaleFetchStillHeld[stale(r{a}), its epoch's caches validate it]", "prefix-agreement",
+                     stale_still_held_validated))
+    return out
+
+
+def _answered_epoch_cached(a: int) -> List[Lemma]:
+    """Who still caches the epoch of a follower that an answer in flight reaches."""
+    out = []
+
+    def answered_epoch_cached(enc, s, a=a):
+        """An answer reaches a follower only from the leader of its epoch, which cached that
+        epoch when it took office; a cache loses its latest epoch only by truncating to a
+        newer leader's log, whose cache holds a newer one: some cache holds the epoch."""
+        o, m, ra = enc.o, s.msgs[a], s.reps[a]
+        answered = o.Or(m.kind == FETCH_RESPONSE, m.kind == EPOCH_RESPONSE)
+        return _imp(o, answered, o.Or(*[latest_cached_epoch(o, x) >= ra.lepoch for x in s.reps]))
+    out.append(Lemma(f"AnsweredEpochCached[resp(r{a})]", "prefix-agreement", answered_epoch_cached))
+
+    def sender_caches_epoch(enc, s, a=a):
+        """The same, for the sender: it still caches the follower's epoch unless it truncated
+        to a newer leader, and then a cache holds a newer epoch."""
+        o, m, ra = enc.o, s.msgs[a], s.reps[a]
+        answered = o.Or(m.kind == FETCH_RESPONSE, m.kind == EPOCH_RESPONSE)
+        sender = o.Or(*[o.And(m.peer == x, latest_cached_epoch(o, rx) >= ra.lepoch) for x, rx in enumerate(s.reps)])
+        newer = o.Or(*[latest_cached_epoch(o, x) > ra.lepoch for x in s.reps])
+        return _imp(o, answered, o.Or(sender, newer))
+    out.append(Lemma(f"AnsweredEpochCached[resp(r{a}), by its sender]", "prefix-agreement", sender_caches_epoch))
     return out
 
 
@@ -1098,7 +1117,8 @@ def candidates(enc: Encoding, families: Optional[Sequence[str]] = None) -> List[
     hand-written lemmas; names are unique."""
     n, L, C = enc.n, enc.L, enc.C
     out = (_record_templates(n, L) + _epoch_templates(n, L, C, enc.assign_rule is not None) + _fetch_templates(n, L)
-           + _agreement_templates(n, L) + (_epoch_answer_templates(n, L, enc.mode.truncate_on_fetch) if enc.assign_rule is not None else [])
+           + _agreement_templates(n, L, enc.assign_rule is not None, enc.mode.truncate_on_fetch)
+           + (_epoch_answer_templates(n, L, enc.mode.truncate_on_fetch) if enc.assign_rule is not None else [])
            + _isr_templates(n) + _history_templates(n, L, enc.assign_rule is not None)
            + _scalar_templates(n) + _implication_templates(n)
            + hand_written())

@@ -120,9 +120,14 @@ def _took_office_named(enc, s, r):
     return enc.o.And(s.ctl.leader == r, enc.latest_epoch(s.reps[r]) == s.ctl.epoch)
 
 
+def _leads(o, rep):
+    """The replica is up and believes it leads (it may be a zombie of an older epoch)."""
+    return o.And(rep.alive, rep.role == LEADER)
+
+
 def _in_office(o, s, r):
     rep = s.reps[r]
-    return o.And(rep.alive, rep.role == LEADER, s.ctl.leader == r, rep.lepoch == s.ctl.epoch)
+    return o.And(_leads(o, rep), s.ctl.leader == r, rep.lepoch == s.ctl.epoch)
 
 
 def _record_templates(n: int, L: int) -> List[Lemma]:
@@ -168,7 +173,7 @@ def _record_templates(n: int, L: int) -> List[Lemma]:
     # a leader holds every entry of its own epoch, wherever it is, at the same offset; so does the
     # replica the controller named once its cache says it took office (cached modes only)
     holders = (("LeaderHoldsItsEpoch[{x}, leader r{l}]",
-                lambda enc, s, l: enc.o.And(s.reps[l].alive, s.reps[l].role == LEADER), lambda enc, s, l: s.reps[l].lepoch),
+                lambda enc, s, l: _leads(enc.o, s.reps[l]), lambda enc, s, l: s.reps[l].lepoch),
                ("NamedLeaderHoldsItsEpoch[{x}, r{l}]", _took_office_named, lambda enc, s, l: s.ctl.epoch))
     for x in range(k):
         for l in range(n):
@@ -319,8 +324,8 @@ def _epoch_templates(n: int, L: int, C: int, cached: bool) -> List[Lemma]:
 def _fetch_templates(n: int, L: int) -> List[Lemma]:
     guards = {
         "always": lambda o, s, l, f: True,
-        "sender leads": lambda o, s, l, f: o.And(s.reps[l].alive, s.reps[l].role == LEADER),
-        "sender at the follower's epoch": lambda o, s, l, f: o.And(s.reps[l].alive, s.reps[l].role == LEADER,
+        "sender leads": lambda o, s, l, f: _leads(o, s.reps[l]),
+        "sender at the follower's epoch": lambda o, s, l, f: o.And(_leads(o, s.reps[l]),
                                                                  s.reps[l].lepoch == s.reps[f].lepoch),
     }
     out = []
@@ -359,7 +364,7 @@ def _agreement(o, a_rep, b_rep, upto, L):
 
 def _sender_at_its_epoch(o, s, f, l):
     """l leads at f's epoch."""
-    return o.And(s.reps[l].alive, s.reps[l].role == LEADER, s.reps[l].lepoch == s.reps[f].lepoch)
+    return o.And(_leads(o, s.reps[l]), s.reps[l].lepoch == s.reps[f].lepoch)
 
 
 def _epoch_answer_templates(n: int, L: int, on_fetch: bool) -> List[Lemma]:
@@ -459,7 +464,7 @@ def _epoch_answer_templates(n: int, L: int, on_fetch: bool) -> List[Lemma]:
                 def not_behind(enc, s, f=f, l=l, kind=kind):
                     """Answered at the asker's epoch (KIP-320), and a leader's epoch only grows."""
                     o, m, rl = enc.o, s.msgs[f], s.reps[l]
-                    return _imp(o, o.And(m.kind == kind, m.peer == l, rl.alive, rl.role == LEADER),
+                    return _imp(o, o.And(m.kind == kind, m.peer == l, _leads(o, rl)),
                                 rl.lepoch >= s.reps[f].lepoch)
                 out.append(Lemma(f"SenderNotBehind[{what} of r{f} with r{l} leading]", "epoch-answer", not_behind))
 
@@ -482,7 +487,7 @@ def _epoch_answer_templates(n: int, L: int, on_fetch: bool) -> List[Lemma]:
             for g, guard, answered in (
                     ("sender at its epoch", _sender_at_its_epoch, lambda s, f, l: s.reps[l].lepoch),
                     ("sender in office", lambda o, s, f, l: _in_office(o, s, l), lambda s, f, l: s.reps[l].lepoch),
-                    ("sender leads", lambda o, s, f, l: o.And(s.reps[l].alive, s.reps[l].role == LEADER),
+                    ("sender leads", lambda o, s, f, l: _leads(o, s.reps[l]),
                      lambda s, f, l: s.reps[f].lepoch)):
                 def lookup(enc, s, f=f, l=l, guard=guard, answered=answered):
                     o, m, rf, rl = enc.o, s.msgs[f], s.reps[f], s.reps[l]
@@ -513,7 +518,7 @@ def _agreement_templates(n: int, L: int, cached: bool, on_fetch: bool) -> List[L
     over epoch caches only where a cache is written (``cached``)."""
     guards = {
         "b in office": lambda o, s, b: _in_office(o, s, b),
-        "b leads": lambda o, s, b: o.And(s.reps[b].alive, s.reps[b].role == LEADER),
+        "b leads": lambda o, s, b: _leads(o, s.reps[b]),
         "b named by the controller": lambda o, s, b: s.ctl.leader == b,
         "b in the controller's ISR": lambda o, s, b: s.ctl.isr[b],
     }
@@ -532,13 +537,13 @@ def _agreement_templates(n: int, L: int, cached: bool, on_fetch: bool) -> List[L
                             ("controller's ISR", lambda s, b, a: s.ctl.isr[a])):
                 def isr_holds(enc, s, a=a, b=b, view=view):
                     o, lb = enc.o, s.reps[b]
-                    return _imp(o, o.And(lb.alive, lb.role == LEADER, view(s, b, a)),
+                    return _imp(o, o.And(_leads(o, lb), view(s, b, a)),
                                 _agreement(o, lb, s.reps[a], lb.hw, L))
                 out.append(Lemma(f"IsrHoldsLeaderHw[r{a} in r{b}'s {g}]", "prefix-agreement", isr_holds))
 
                 def remote_le(enc, s, a=a, b=b, view=view):
                     o, lb = enc.o, s.reps[b]
-                    return _imp(o, o.And(lb.alive, lb.role == LEADER, view(s, b, a)),
+                    return _imp(o, o.And(_leads(o, lb), view(s, b, a)),
                                 o.And(lb.remote[a] <= s.reps[a].leo,
                                       _agreement(o, lb, s.reps[a], lb.remote[a], L)))
                 out.append(Lemma(f"RemoteLeoHeld[r{a} in r{b}'s {g}]", "prefix-agreement", remote_le))
@@ -553,14 +558,14 @@ def _agreement_templates(n: int, L: int, cached: bool, on_fetch: bool) -> List[L
                              ("in any role", lambda o, s, a, b: True)):
                 def remote_known(enc, s, a=a, b=b, guard=guard):
                     o, lb, ra = enc.o, s.reps[b], s.reps[a]
-                    known = o.And(lb.alive, lb.role == LEADER, lb.remote[a] != UNDEF, guard(o, s, a, b))
+                    known = o.And(_leads(o, lb), lb.remote[a] != UNDEF, guard(o, s, a, b))
                     return _imp(o, known, o.And(lb.remote[a] <= ra.leo, _agreement(o, lb, ra, lb.remote[a], L)))
                 out.append(Lemma(f"RemoteLeoHeld[r{a} of leader r{b}, known, follower {g}]", "prefix-agreement",
                                  remote_known))
 
             def follows(o, s, a, b):
                 ra, rb = s.reps[a], s.reps[b]
-                return o.And(ra.alive, ra.role == FOLLOWER, ra.leader == b, rb.alive, rb.role == LEADER,
+                return o.And(ra.alive, ra.role == FOLLOWER, ra.leader == b, _leads(o, rb),
                              ra.lepoch == rb.lepoch)
             for g, extra in (("fetching", lambda o, s, a: s.reps[a].truncating == FETCHING), ("any", lambda o, s, a: True)):
                 def prefix(enc, s, a=a, b=b, extra=extra):
@@ -571,13 +576,13 @@ def _agreement_templates(n: int, L: int, cached: bool, on_fetch: bool) -> List[L
 
             def fetch_prefix(enc, s, a=a, b=b):
                 o, m, ra, rb = enc.o, s.msgs[a], s.reps[a], s.reps[b]
-                asked = o.And(m.kind == FETCH, m.peer == b, rb.alive, rb.role == LEADER, rb.lepoch == m.a)
+                asked = o.And(m.kind == FETCH, m.peer == b, _leads(o, rb), rb.lepoch == m.a)
                 return _imp(o, asked, o.And(m.b <= rb.leo, _agreement(o, ra, rb, m.b, L)))
             out.append(Lemma(f"FetchIsPrefix[fetch(r{a}) to r{b} at its epoch]", "prefix-agreement", fetch_prefix))
 
             def resp_prefix(enc, s, a=a, b=b):
                 o, m, ra, rb = enc.o, s.msgs[a], s.reps[a], s.reps[b]
-                sent = o.And(m.kind == FETCH_RESPONSE, m.peer == b, rb.alive, rb.role == LEADER, rb.lepoch == ra.lepoch)
+                sent = o.And(m.kind == FETCH_RESPONSE, m.peer == b, _leads(o, rb), rb.lepoch == ra.lepoch)
                 return _imp(o, sent, o.And(m.b <= rb.leo, _agreement(o, ra, rb, m.start, L)))
             out.append(Lemma(f"ResponseExtendsPrefix[resp(r{a}) of r{b} at its epoch]", "prefix-agreement", resp_prefix))
             for what, message in (("fetch", lambda s, a: s.msgs[a]), ("stale", lambda s, a: s.stale[a])) if on_fetch else ():
@@ -588,7 +593,7 @@ def _agreement_templates(n: int, L: int, cached: bool, on_fetch: bool) -> List[L
                     log agrees with the leader's below it (it grew since, if anything)."""
                     o, m, ra, rb = enc.o, message(s, a), s.reps[a], s.reps[b]
                     out_of_range, diverging, _, _ = enc._diverging(rb, m)
-                    asked = o.And(m.kind == FETCH, m.peer == b, rb.alive, rb.role == LEADER, rb.lepoch == m.a,
+                    asked = o.And(m.kind == FETCH, m.peer == b, _leads(o, rb), rb.lepoch == m.a,
                                   o.Not(out_of_range), o.Not(diverging))
                     return _imp(o, asked, o.And(m.b <= rb.leo, m.b <= ra.leo, _agreement(o, ra, rb, m.b, L)))
                 out.append(Lemma(f"ValidatedFetchIsPrefix[{what}(r{a}) to r{b} at its epoch]", "prefix-agreement",
@@ -599,14 +604,14 @@ def _agreement_templates(n: int, L: int, cached: bool, on_fetch: bool) -> List[L
                     (a follower caches an epoch only by appending its records): while that leader
                     still leads at it, it holds the entry before the fetch offset, of that epoch."""
                     o, m, rb = enc.o, message(s, a), s.reps[b]
-                    named = o.And(m.kind == FETCH, m.c != UNDEF, m.b > 0, rb.alive, rb.role == LEADER, rb.lepoch == m.c)
+                    named = o.And(m.kind == FETCH, m.c != UNDEF, m.b > 0, _leads(o, rb), rb.lepoch == m.c)
                     return _imp(o, named, o.And(m.b <= rb.leo, o.select([e[1] for e in rb.log], m.b - 1) == m.c))
                 out.append(Lemma(f"LastFetchedEpochHeld[{what}(r{a}), its leader r{b}]", "prefix-agreement",
                                  last_epoch_held))
             for g, extra in (("always", lambda o, s, a, m: True), ("sender at its epoch", lambda o, s, a, m: s.reps[a].lepoch == m.a)):
                 def stale_within(enc, s, a=a, b=b, extra=extra):
                     o, m, rb = enc.o, s.stale[a], s.reps[b]
-                    asked = o.And(m.kind == FETCH, m.peer == b, rb.alive, rb.role == LEADER, rb.lepoch == m.a,
+                    asked = o.And(m.kind == FETCH, m.peer == b, _leads(o, rb), rb.lepoch == m.a,
                                   extra(o, s, a, m))
                     return _imp(o, asked, m.b <= rb.leo)
                 out.append(Lemma(f"StaleFetchWithin[stale(r{a}) to r{b} at its epoch, {g}]", "prefix-agreement",
@@ -614,7 +619,7 @@ def _agreement_templates(n: int, L: int, cached: bool, on_fetch: bool) -> List[L
 
                 def stale_prefix(enc, s, a=a, b=b, extra=extra):
                     o, m, ra, rb = enc.o, s.stale[a], s.reps[a], s.reps[b]
-                    asked = o.And(m.kind == FETCH, m.peer == b, rb.alive, rb.role == LEADER, rb.lepoch == m.a,
+                    asked = o.And(m.kind == FETCH, m.peer == b, _leads(o, rb), rb.lepoch == m.a,
                                   extra(o, s, a, m))
                     return _imp(o, asked, o.And(m.b <= ra.leo, _agreement(o, ra, rb, m.b, L)))
                 out.append(Lemma(f"StaleFetchIsPrefix[stale(r{a}) to r{b} at its epoch, {g}]", "prefix-agreement",
@@ -686,7 +691,7 @@ def _isr_templates(n: int) -> List[Lemma]:
     out = []
     for l in range(n):
         for x in range(n):
-            for g, guard in (("leads", lambda o, s, l: o.And(s.reps[l].alive, s.reps[l].role == LEADER)),
+            for g, guard in (("leads", lambda o, s, l: _leads(o, s.reps[l])),
                              ("in office", _in_office)):
                 def ctl_in_view(enc, s, l=l, x=x, guard=guard):
                     o = enc.o
@@ -704,9 +709,9 @@ def _isr_templates(n: int) -> List[Lemma]:
                 """A stale leader's ISR view holds every newer leader: without an unclean election
                 the controller elects from the ISR, which a leader shrinks only through its view."""
                 o, rl, rx = enc.o, s.reps[l], s.reps[x]
-                newer = o.Or(o.And(rx.alive, rx.role == LEADER, rx.lepoch > rl.lepoch),
+                newer = o.Or(o.And(_leads(o, rx), rx.lepoch > rl.lepoch),
                              o.And(s.ctl.leader == x, s.ctl.epoch > rl.lepoch))
-                return _imp(o, o.And(rl.alive, rl.role == LEADER, newer), rl.isr[x])
+                return _imp(o, o.And(_leads(o, rl), newer), rl.isr[x])
             out.append(Lemma(f"NewerLeaderInStaleView[r{x}, r{l} leads]", "isr", newer_leader_in_view))
 
             def newer_epoch_holder_in_view(enc, s, l=l, x=x):
@@ -715,7 +720,7 @@ def _isr_templates(n: int) -> List[Lemma]:
                 prefilter decides)."""
                 o, rl, rx = enc.o, s.reps[l], s.reps[x]
                 newer = o.Or(*[o.And(j < rx.leo, rx.log[j][1] > rl.lepoch) for j in range(len(rx.log))])
-                return _imp(o, o.And(rl.alive, rl.role == LEADER, newer), rl.isr[x])
+                return _imp(o, o.And(_leads(o, rl), newer), rl.isr[x])
             out.append(Lemma(f"NewerEpochHolderInStaleView[r{x}, r{l} leads]", "isr", newer_epoch_holder_in_view))
 
             def last_known_leader_led(enc, s, l=l, x=x):
@@ -725,7 +730,7 @@ def _isr_templates(n: int) -> List[Lemma]:
                 if not c.elr:
                     return True
                 return _imp(o, _last_known_electable(o, s, l),
-                            o.Not(o.And(rx.alive, rx.role == LEADER, rx.lepoch == c.epoch)))
+                            o.Not(o.And(_leads(o, rx), rx.lepoch == c.epoch)))
             out.append(Lemma(f"LastKnownLeaderLedTheEpoch[r{l}, not r{x}]", "isr", last_known_leader_led))
     return out
 
@@ -750,14 +755,14 @@ def _history_templates(n: int, L: int, cached: bool) -> List[Lemma]:
         # KIP-966: who may be elected next: an ISR member, an Eligible Leader Replica (a former
         # ISR member), or with both empty the last known leader (PartitionChangeBuilder.electAnyLeader)
         "eligible": lambda o, s, r: o.Or(s.ctl.isr[r], *_eligible_beyond_isr(o, s, r)),
-        "leader": lambda o, s, r: o.And(s.reps[r].alive, s.reps[r].role == LEADER),
+        "leader": lambda o, s, r: _leads(o, s.reps[r]),
         # the controller may have dropped it (a controlled shutdown, a fenced broker) without a new
         # epoch yet: nobody else can have led since
-        "leader at the controller's epoch": lambda o, s, r: o.And(s.reps[r].alive, s.reps[r].role == LEADER,
+        "leader at the controller's epoch": lambda o, s, r: o.And(_leads(o, s.reps[r]),
                                                                   s.reps[r].lepoch == s.ctl.epoch),
         # no replica has heard of a newer epoch (its leader epoch, or the latest in its cache, which
         # a stop keeps): whoever acknowledged a record since this leader took office was itself
-        "newest leader": lambda o, s, r: o.And(s.reps[r].alive, s.reps[r].role == LEADER, *[
+        "newest leader": lambda o, s, r: o.And(_leads(o, s.reps[r]), *[
             o.And(x.lepoch <= s.reps[r].lepoch, latest_cached_epoch(o, x) <= s.reps[r].lepoch) for x in s.reps]),
         "any": lambda o, s, r: True,
     }
@@ -787,7 +792,7 @@ def _history_templates(n: int, L: int, cached: bool) -> List[Lemma]:
         for l in range(n):
             for g, guard, epoch in (
                     ("in office", lambda enc, s, l: _in_office(enc.o, s, l), lambda enc, s, rep: rep.lepoch),
-                    ("leads", lambda enc, s, l: enc.o.And(s.reps[l].alive, s.reps[l].role == LEADER),
+                    ("leads", lambda enc, s, l: _leads(enc.o, s.reps[l]),
                      lambda enc, s, rep: rep.lepoch),
                     # named, and its cache says it took office (a restart keeps the cache and the HW)
                     ("named, took office", _took_office_named, lambda enc, s, rep: s.ctl.epoch)):
@@ -829,7 +834,7 @@ def _scalar_templates(n: int) -> List[Lemma]:
                               ("epoch", lambda s, a: s.reps[a].lepoch, lambda s, b: s.reps[b].lepoch)):
                 def led(enc, s, a=a, b=b, fa=fa, fb=fb):
                     o = enc.o
-                    return _imp(o, o.And(s.reps[b].alive, s.reps[b].role == LEADER, s.reps[a].role == FOLLOWER,
+                    return _imp(o, o.And(_leads(o, s.reps[b]), s.reps[a].role == FOLLOWER,
                                          s.reps[a].leader == b, s.reps[a].lepoch == s.reps[b].lepoch), fa(s, a) <= fb(s, b))
                 out.append(Lemma(f"{x}(r{a}) <= {x}(r{b}) [r{a} follows leader r{b} at its epoch]", "scalar-order", led))
     return out

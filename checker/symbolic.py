@@ -990,8 +990,10 @@ class Encoding:
         guard = o.Not(rep.alive)
         if self.mode.restart_after_detection:
             guard = o.And(guard, o.Not(c.live[r]))
-        # actions.restart: the marker is consumed, the controller registers r (actions._registered)
-        t = self._set(s, r, rep._replace(alive=True, clean=False if self.mode.elr else rep.clean))
+        # actions.restart: loading the log trims the cache at the LEO, the marker is consumed, the
+        # controller registers r (actions._registered)
+        up = self.truncate(rep, rep.leo, trim_cache_at_leo=True)
+        t = self._set(s, r, up._replace(alive=True, clean=False if self.mode.elr else rep.clean))
         return guard, self._with_ctl(t, self._registered(c, r, rep))
 
     # controller

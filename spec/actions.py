@@ -414,17 +414,24 @@ def _registered(c: Controller, rules: Rules, r: int, rep: Replica) -> Controller
 
 
 def restart(s: State, rules: Rules, r: int) -> Optional[State]:
-    """A broker comes back with log, HW and epoch cache from disk (no truncation: 0.10 truncates
-    only in ReplicaManager.makeFollowers, LogManager recovery cuts only corrupt bytes), registers
-    with the controller and waits for LeaderAndIsr. Before KIP-380 it can come back before the
-    controller noticed it was gone (KAFKA-1120: the controller compares broker ids only); with
-    KIP-380 it registers with a new broker epoch and the controller handles the bounce as a failure
-    first (KafkaController.BrokerChange.process @2.2.0)."""
+    """A broker comes back with log, HW and epoch cache from disk (no log truncation: 0.10
+    truncates only in ReplicaManager.makeFollowers, LogManager recovery cuts only corrupt bytes),
+    registers with the controller and waits for LeaderAndIsr. Before KIP-380 it can come back
+    before the controller noticed it was gone (KAFKA-1120: the controller compares broker ids
+    only); with KIP-380 it registers with a new broker epoch and the controller handles the bounce
+    as a failure first (KafkaController.BrokerChange.process @2.2.0).
+
+    Loading the log drops the epoch-cache entries that start at or beyond the LEO (the Log
+    constructor: ``clearAndFlushLatest(nextOffset)`` @0.11.0.0 and @2.0.0, ``truncateFromEnd``
+    @2.7.0; ``truncateFromEndAsyncFlush`` in LogLoader.load @3.8.0): a leader that took office and
+    wrote nothing comes back without that epoch, in every release with a cache (KAFKA-10706 is
+    about the same trim while the broker runs)."""
     rep, c = s.replicas[r], s.controller
     if rep.alive:
         return None
     if rules.mode.restart_after_detection and c.live >> r & 1:
         return None
+    rep = truncate(rep, rep.leo, trim_cache_at_leo=True)
     return _with_controller(_set(s, r, rep._replace(alive=1, clean_shutdown=0)), _registered(c, rules, r, rep))
 
 

@@ -196,6 +196,20 @@ def test_epoch_mode_keeps_the_log_on_restart_and_asks_the_leader():
     assert f.log == ((0, 0),) and not f.truncating   # nothing to truncate: KIP-101 keeps m1
 
 
+@pytest.mark.parametrize("mode", ["kip320", "kip380", "kafka10706", "epoch"])
+def test_a_restart_drops_the_epoch_a_leader_cached_without_writing(mode):
+    """Loading the log trims the cache at the LEO (Log's constructor, clearAndFlushLatest @2.0.0,
+    truncateFromEnd @2.7.0): r0 took office at epoch 0 and wrote nothing; a crash keeps its cache,
+    the restart drops the entry. An entry with records stays."""
+    model = Model(Config(mode=mode))
+    down = [("crash", 0), ("controller_handle_failure", 0)]
+    s = run_labels(model, down)[-1]
+    assert s.replicas[0].epoch_cache == ((0, 0),) and s.replicas[0].log == ()
+    assert model.step(s, ("restart", 0)).replicas[0].epoch_cache == ()
+    s = run_labels(model, [P0] + down + [("restart", 0)])[-1]
+    assert s.replicas[0].epoch_cache == ((0, 0),) and s.replicas[0].log == ((0, 0),)
+
+
 def test_from_2_8_a_restarted_follower_fetches_at_once_naming_its_last_epoch():
     """kafka10554+ (KAFKA-10554): no OffsetsForLeaderEpoch; the Fetch carries the latest cached epoch
     and the leader finds no divergence. (KRaft from 3.6 removes r1 from the ISR without a new leader

@@ -41,7 +41,7 @@ def test_killed_run_resumes_to_the_same_verdict_and_counts(tmp_path):
     assert resumed.returncode == whole.returncode == 0, resumed.stderr
     assert "verdict: holds" in resumed.stdout
     assert figures(resumed.stdout) == figures(whole.stdout)
-    assert "291,633 distinct states" in resumed.stdout and "depth 42" in resumed.stdout
+    assert "284,603 distinct states" in resumed.stdout and "depth 42" in resumed.stdout
 
 
 def test_resumed_violating_run_finds_the_same_shortest_trace(tmp_path):

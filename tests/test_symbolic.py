@@ -114,7 +114,7 @@ TRUNCATING_AGAIN = [
     ("controlled_shutdown_leader", 0, 1), ("restart", 0), ("become_leader", 1), ("become_follower", 0),
     ("send_epoch_request", 0), ("leader_handle_epoch_request", 1, 0), ("follower_handle_epoch_response", 0),
     ("send_fetch", 0), ("leader_handle_fetch", 1, 0), ("expand_isr", 1, 0), ("produce", 1), ("elect_preferred", 0),
-    ("become_leader", 0), ("controlled_shutdown_leader", 0, 1), ("restart", 0), ("become_leader", 1),
+    ("become_leader", 0), ("session_expire", 0), ("elect_offline", 1), ("become_leader", 1),
     ("become_follower", 0), ("send_epoch_request", 0), ("leader_handle_epoch_request", 1, 0),
     ("follower_handle_epoch_response", 0),
 ]

@@ -28,8 +28,7 @@ SMALL_CFG = dict(replicas=3, records=1, crashes=1, max_epoch=2)
 # epoch 2 still has HW 0 and lets r2 (LEO 0) into the ISR, although its epoch starts at offset 1
 EXPAND_AT_HW_LOSS = [
     ("controlled_shutdown_leader", 0, 1), ("restart", 0), ("become_leader", 1), ("produce", 1),
-    ("become_follower", 0), ("send_epoch_request", 0), ("leader_handle_epoch_request", 1, 0),
-    ("follower_handle_epoch_response", 0), ("send_fetch", 0), ("leader_handle_fetch", 1, 0),
+    ("become_follower", 0), ("send_fetch", 0), ("leader_handle_fetch", 1, 0),
     ("follower_handle_fetch", 0), ("send_fetch", 0), ("leader_handle_fetch", 1, 0), ("shrink_isr", 1, 2),
     ("expand_isr", 1, 0), ("elect_preferred", 0), ("become_leader", 0), ("become_follower", 2),
     ("send_fetch", 2), ("leader_handle_fetch", 0, 2), ("expand_isr", 0, 2),
@@ -88,7 +87,7 @@ def test_the_example_verifies_as_bfs_does_with_the_same_rules(same_as_example, e
 
 @pytest.fixture
 def example_trace(tmp_path, same_as_example):
-    """The example's 23-step loss as hwcheck verify writes it (with #meta.hwcheck.mode_file)."""
+    """The example's 20-step loss as hwcheck verify writes it (with #meta.hwcheck.mode_file)."""
     model = Model(Config(mode=same_as_example, replicas=3, records=1, crashes=2, max_epoch=3))
     states = run_labels(model, EXPAND_AT_HW_LOSS)
     assert model.violated(states[-1]) == ["NoCommittedDataLoss"]
@@ -104,11 +103,11 @@ def test_the_example_trace_replays_with_its_mode_file(example_trace):
     proc = run_cli("replay", example_trace, "--mode-file", EXAMPLE, "--quiet")
     assert proc.returncode == 0, proc.stderr
     assert "mode=expand-at-hw" in proc.stdout and f"mode_file={EXAMPLE}" in proc.stdout
-    assert "replayed 23 steps: NoCommittedDataLoss broken in the last state" in proc.stdout
+    assert "replayed 20 steps: NoCommittedDataLoss broken in the last state" in proc.stdout
     # and under kip380 the new leader may not let r2 in
     diff = run_cli("replay", example_trace, "--mode-file", EXAMPLE, "--mode", "kip380")
     assert diff.returncode == 0, diff.stderr
-    assert "refused at step 21 of 23: expand_isr(r0,r2): not enabled in mode kip380" in diff.stdout
+    assert "refused at step 18 of 20: expand_isr(r0,r2): not enabled in mode kip380" in diff.stdout
     assert "breaks under kip380: nothing" in diff.stdout
 
 

@@ -303,6 +303,32 @@ def _epoch_templates(n: int, L: int, C: int, cached: bool) -> List[Lemma]:
                                     for k in range(C)]))
             out.append(Lemma(f"CachedEpochOfLeaderHasRecords[r{r}, {g}]", "cache-faithful", cached_with_records))
 
+        # The same rule seen from the controller: an epoch cached with none of its records (its start
+        # at the LEO) was cached by become_leader, so its holder is the one replica the controller
+        # named for it; while the controller is still at that epoch it names that replica or none
+        # (a leader epoch is handed to one leader: KafkaController.electLeaderForPartitions bumps it).
+        def recordless_named(enc, s, r=r):
+            o, rep, c = enc.o, s.reps[r], s.ctl
+            return o.And(*[_imp(o, o.And(k < rep.clen, rep.cache[k][1] >= rep.leo, rep.cache[k][0] == c.epoch),
+                                o.Or(c.leader == r, c.leader == UNDEF)) for k in range(C)])
+        out.append(Lemma(f"RecordlessEpochNamedItsHolder[r{r}]", "cache-faithful", recordless_named))
+
+        def recordless_in_office(enc, s, r=r):
+            """A restart drops an epoch cached without records (the Log constructor trims the cache
+            at the LEO): a running replica with no role yet has none."""
+            o, rep = enc.o, s.reps[r]
+            return _imp(o, o.And(rep.alive, rep.role == NONE),
+                        o.And(*[o.Not(o.And(k < rep.clen, rep.cache[k][1] >= rep.leo)) for k in range(C)]))
+        out.append(Lemma(f"RecordlessEpochOnlyWithARole[r{r}]", "cache-faithful", recordless_in_office))
+        for b in range(r + 1, n):
+            def recordless_once(enc, s, a=r, b=b):
+                """Two replicas never both cache one epoch with none of its records: both led it."""
+                o, ra, rb = enc.o, s.reps[a], s.reps[b]
+                return o.And(*[o.Not(o.And(i < ra.clen, ra.cache[i][1] >= ra.leo, j < rb.clen, rb.cache[j][1] >= rb.leo,
+                                           ra.cache[i][0] == rb.cache[j][0]))
+                               for i in range(C) for j in range(C)])
+            out.append(Lemma(f"RecordlessEpochHeldOnce[r{r}, r{b}]", "cache-faithful", recordless_once))
+
         def latest_vs_log(enc, s, r=r):
             o, rep = enc.o, s.reps[r]
             latest = enc.latest_epoch(rep)
@@ -420,6 +446,55 @@ def _epoch_answer_templates(n: int, L: int, on_fetch: bool) -> List[Lemma]:
                     return _imp(o, o.And(m.kind == FETCH, m.c != UNDEF),
                                 o.Or(*[latest_cached_epoch(o, x) >= m.c for x in s.reps]))
                 out.append(Lemma(f"LastFetchedEpochCached[{what}(r{f})]", "epoch-answer", last_epoch_cached))
+
+                def last_epoch_starts_below(enc, s, f=f, message=message):
+                    """The last fetched epoch began at or below the fetch offset (the sender's LEO), and
+                    every cache that holds an epoch holds it from where its leader began it."""
+                    o, m = enc.o, message(s, f)
+                    return _imp(o, o.And(m.kind == FETCH, m.c != UNDEF),
+                                o.And(*[_imp(o, o.And(k < x.clen, x.cache[k][0] == m.c), x.cache[k][1] <= m.b)
+                                        for x in s.reps for k in range(len(x.cache))]))
+                out.append(Lemma(f"LastFetchedEpochStartsByFetch[{what}(r{f})]", "epoch-answer",
+                                 last_epoch_starts_below))
+
+                def recordless_after(enc, s, f=f, message=message):
+                    """The sender caches an epoch without records only as the leader of it: since the
+                    Fetch (at an epoch at least its last fetched one), or as its latest epoch then."""
+                    o, m, rep = enc.o, message(s, f), s.reps[f]
+                    return _imp(o, o.And(m.kind == FETCH, m.c != UNDEF),
+                                o.And(*[_imp(o, o.And(k < rep.clen, rep.cache[k][1] >= rep.leo), rep.cache[k][0] >= m.c)
+                                        for k in range(len(rep.cache))]))
+                out.append(Lemma(f"RecordlessEpochNotBeforeFetch[{what}(r{f})]", "epoch-answer", recordless_after))
+
+                def recordless_is_senders(enc, s, f=f, message=message):
+                    """An epoch cached without records was never written (its leader cached it at
+                    become_leader; truncating or a restart below its start drops it): a Fetch names it
+                    as its last fetched epoch only from that leader, at the epoch's start."""
+                    o, m = enc.o, message(s, f)
+                    return _imp(o, o.And(m.kind == FETCH, m.c != UNDEF), o.And(*[
+                        _imp(o, o.And(k < x.clen, x.cache[k][0] == m.c, x.cache[k][1] >= x.leo),
+                             (x.cache[k][1] == m.b) if x is s.reps[f] else False)
+                        for x in s.reps for k in range(len(x.cache))]))
+                out.append(Lemma(f"RecordlessLastFetchedEpochIsTheSenders[{what}(r{f})]", "epoch-answer",
+                                 recordless_is_senders))
+
+                def asked_the_epochs_leader(enc, s, f=f, message=message):
+                    """A Fetch goes to the leader of its current epoch (the follower learned both from
+                    one LeaderAndIsr), and an epoch has one leader: while the controller is still at
+                    that epoch it names the same replica, or none."""
+                    o, m, c = enc.o, message(s, f), s.ctl
+                    return _imp(o, o.And(m.kind == FETCH, m.a == c.epoch), o.Or(c.leader == m.peer, c.leader == UNDEF))
+                out.append(Lemma(f"FetchedFromItsEpochsLeader[{what}(r{f})]", "epoch-answer", asked_the_epochs_leader))
+
+                def epoch_not_yet_fetched(enc, s, f=f, message=message):
+                    """The replica the controller named has not cached the new epoch: it has not taken
+                    office, so no record of that epoch exists and no follower names it as its last
+                    fetched epoch."""
+                    o, m, c = enc.o, message(s, f), s.ctl
+                    pending = o.And(*[_imp(o, c.leader == l, latest_cached_epoch(o, s.reps[l]) < c.epoch)
+                                      for l in range(len(s.reps)) if l != f])
+                    return _imp(o, o.And(m.kind == FETCH, c.leader != f, c.leader != UNDEF, pending), m.c < c.epoch)
+                out.append(Lemma(f"LastFetchedEpochNotYetTaken[{what}(r{f})]", "epoch-answer", epoch_not_yet_fetched))
 
             def diverges(enc, s, f=f):
                 """A diverging epoch answers a Fetch whose last fetched epoch the leader lacks or
@@ -803,6 +878,14 @@ def _history_templates(n: int, L: int, cached: bool) -> List[Lemma]:
                     start = enc.epoch_start(rep, epoch(enc, s, rep))
                     return _imp(o, guard(enc, s, l), o.Or(s.hist.xlen <= rep.hw, o.And(start != UNDEF, s.hist.xlen <= start)))
                 out.append(Lemma(f"ExposedWithinLeaderHwOrEpochStart[r{l} {g}]", "history", within_epoch_start))
+
+    def exposed_somewhere(enc, s):
+        """Some replica still holds each record consumers saw, even when no replica is eligible
+        (an empty ISR and ELR): a crash keeps the log, and only a leader's answer truncates it."""
+        o, h = enc.o, s.hist
+        return o.And(*[_imp(o, j < h.xlen, o.Or(*[o.And(j < rep.leo, rep.log[j][0] == h.exposed[j]) for rep in s.reps]))
+                       for j in range(L)])
+    out.append(Lemma("ExposedHeldSomewhere", "history", exposed_somewhere))
 
     def acked_exposed(enc, s):
         o, h = enc.o, s.hist

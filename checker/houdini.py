@@ -306,7 +306,7 @@ def _epoch_templates(n: int, L: int, C: int, cached: bool) -> List[Lemma]:
         # The same rule seen from the controller: an epoch cached with none of its records (its start
         # at the LEO) was cached by become_leader, so its holder is the one replica the controller
         # named for it; while the controller is still at that epoch it names that replica or none
-        # (a leader epoch is handed to one leader: KafkaController.electLeaderForPartitions bumps it).
+        # (every election in spec/actions.py hands out a new leader epoch).
         def recordless_named(enc, s, r=r):
             o, rep, c = enc.o, s.reps[r], s.ctl
             return o.And(*[_imp(o, o.And(k < rep.clen, rep.cache[k][1] >= rep.leo, rep.cache[k][0] == c.epoch),

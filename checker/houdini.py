@@ -125,6 +125,12 @@ def _leads(o, rep):
     return o.And(rep.alive, rep.role == LEADER)
 
 
+def _recordless(o, rep, k):
+    """Cache entry k of rep exists and starts at the LEO: an epoch cached with none of its records
+    (only become_leader caches one so)."""
+    return o.And(k < rep.clen, rep.cache[k][1] >= rep.leo)
+
+
 def _in_office(o, s, r):
     rep = s.reps[r]
     return o.And(_leads(o, rep), s.ctl.leader == r, rep.lepoch == s.ctl.epoch)
@@ -309,7 +315,7 @@ def _epoch_templates(n: int, L: int, C: int, cached: bool) -> List[Lemma]:
         # (every election in spec/actions.py hands out a new leader epoch).
         def recordless_named(enc, s, r=r):
             o, rep, c = enc.o, s.reps[r], s.ctl
-            return o.And(*[_imp(o, o.And(k < rep.clen, rep.cache[k][1] >= rep.leo, rep.cache[k][0] == c.epoch),
+            return o.And(*[_imp(o, o.And(_recordless(o, rep, k), rep.cache[k][0] == c.epoch),
                                 o.Or(c.leader == r, c.leader == UNDEF)) for k in range(C)])
         out.append(Lemma(f"RecordlessEpochNamedItsHolder[r{r}]", "cache-faithful", recordless_named))
 
@@ -318,14 +324,13 @@ def _epoch_templates(n: int, L: int, C: int, cached: bool) -> List[Lemma]:
             at the LEO): a running replica with no role yet has none."""
             o, rep = enc.o, s.reps[r]
             return _imp(o, o.And(rep.alive, rep.role == NONE),
-                        o.And(*[o.Not(o.And(k < rep.clen, rep.cache[k][1] >= rep.leo)) for k in range(C)]))
+                        o.And(*[o.Not(_recordless(o, rep, k)) for k in range(C)]))
         out.append(Lemma(f"RecordlessEpochOnlyWithARole[r{r}]", "cache-faithful", recordless_in_office))
         for b in range(r + 1, n):
             def recordless_once(enc, s, a=r, b=b):
                 """Two replicas never both cache one epoch with none of its records: both led it."""
                 o, ra, rb = enc.o, s.reps[a], s.reps[b]
-                return o.And(*[o.Not(o.And(i < ra.clen, ra.cache[i][1] >= ra.leo, j < rb.clen, rb.cache[j][1] >= rb.leo,
-                                           ra.cache[i][0] == rb.cache[j][0]))
+                return o.And(*[o.Not(o.And(_recordless(o, ra, i), _recordless(o, rb, j), ra.cache[i][0] == rb.cache[j][0]))
                                for i in range(C) for j in range(C)])
             out.append(Lemma(f"RecordlessEpochHeldOnce[r{r}, r{b}]", "cache-faithful", recordless_once))
 
@@ -462,7 +467,7 @@ def _epoch_answer_templates(n: int, L: int, on_fetch: bool) -> List[Lemma]:
                     Fetch (at an epoch at least its last fetched one), or as its latest epoch then."""
                     o, m, rep = enc.o, message(s, f), s.reps[f]
                     return _imp(o, o.And(m.kind == FETCH, m.c != UNDEF),
-                                o.And(*[_imp(o, o.And(k < rep.clen, rep.cache[k][1] >= rep.leo), rep.cache[k][0] >= m.c)
+                                o.And(*[_imp(o, _recordless(o, rep, k), rep.cache[k][0] >= m.c)
                                         for k in range(len(rep.cache))]))
                 out.append(Lemma(f"RecordlessEpochNotBeforeFetch[{what}(r{f})]", "epoch-answer", recordless_after))
 
@@ -472,7 +477,7 @@ def _epoch_answer_templates(n: int, L: int, on_fetch: bool) -> List[Lemma]:
                     as its last fetched epoch only from that leader, at the epoch's start."""
                     o, m = enc.o, message(s, f)
                     return _imp(o, o.And(m.kind == FETCH, m.c != UNDEF), o.And(*[
-                        _imp(o, o.And(k < x.clen, x.cache[k][0] == m.c, x.cache[k][1] >= x.leo),
+                        _imp(o, o.And(_recordless(o, x, k), x.cache[k][0] == m.c),
                              (x.cache[k][1] == m.b) if x is s.reps[f] else False)
                         for x in s.reps for k in range(len(x.cache))]))
                 out.append(Lemma(f"RecordlessLastFetchedEpochIsTheSenders[{what}(r{f})]", "epoch-answer",

@@ -21,7 +21,7 @@ The prefilter only saves z3 work: soundness rests on the final unsat query alone
 >>> from hwcheck.checker.symbolic import CONCRETE, Encoding
 >>> enc = Encoding(Model(Config(mode="kip380", records=1)), CONCRETE)
 >>> lemmas = candidates(enc)
->>> sorted({lem.family for lem in lemmas} | {"lookahead", "clause"}) == sorted(FAMILIES)
+>>> sorted({lem.family for lem in lemmas} | {"lookahead", "clause", "blocking"}) == sorted(FAMILIES)
 True
 """
 
@@ -38,6 +38,7 @@ import z3
 
 from hwcheck.spec.auxiliary import AUXILIARY, CANDIDATES
 
+from .cubes import Atoms
 from .bmc import BOUNDS, _CTRL_C, Interrupted, Unrolling, _check, _is_ctrl_c, _solver, symbolic_encoding
 from .result import HOLDS, INTERRUPTED, VIOLATED
 from .symbolic import (CONCRETE, EPOCH_REQUEST, EPOCH_RESPONSE, FETCH, FETCH_RESPONSE, FETCHING, FOLLOWER, LEADER, NO_MSG,
@@ -75,6 +76,9 @@ FAMILIES: Dict[str, str] = {
                    "leader / ISR / live, at the controller's epoch, fetching, a message in flight)",
     "lookahead": "delivering the message in flight keeps the property (and the acknowledged records of "
                  "an ISR member): a one-step look ahead at the receiver",
+    "blocking": "clauses learned from counterexamples to induction: a few atoms (orders between two "
+                "offsets or two epochs, a scalar's value) on which every reachable state disagrees "
+                "with the counterexample's first state (checker/cubes.py)",
     "hand-written": "spec/auxiliary.py",
 }
 
@@ -1288,6 +1292,7 @@ class Discovery:
     lemmas: Dict[str, "Lemma"] = field(default_factory=dict)          # every candidate, by name
     survivors: List[Lemma] = field(default_factory=list)             # the inductive lemmas
     rounds: int = 0
+    learned: List[Lemma] = field(default_factory=list)                # blocking clauses, in the order learned
     cti: Optional[Cti] = None             # the first step that broke a goal
     violated_in: Optional[object] = None  # violated: a reachable state breaking a goal
     seconds: Dict[str, float] = field(default_factory=dict)
@@ -1309,16 +1314,18 @@ def _goal_term(enc: Encoding, name: str, s, un: Optional[Unrolling] = None, k: i
 
 def discover(model, goals: Sequence[str], *, limit: Optional[int] = 200_000, extra: Sequence[Lemma] = (),
              families: Optional[Sequence[str]] = None, progress: Optional[Callable[[str], None]] = None,
-             max_rounds: int = 500) -> Discovery:
+             max_rounds: int = 500, learn: int = 0) -> Discovery:
     """Houdini for the conjunction of ``goals`` (the model's invariants) and EncodingBounds: the
     templates' instances and ``extra`` lemmas, prefiltered on up to ``limit`` reachable states,
-    then pruned by z3 to a fixed point. Ctrl-C returns verdict ``interrupted``."""
+    then pruned by z3 to a fixed point. With ``learn`` > 0, up to that many counterexamples to
+    induction are blocked by a clause (checker/cubes.py) instead of dropping what they break.
+    Ctrl-C returns verdict ``interrupted``."""
     say = progress or (lambda msg: None)
     goals = list(dict.fromkeys(goals)) + [BOUNDS]
     d = Discovery(HOLDS, goals)
     try:
         with _CTRL_C:
-            _discover(model, d, limit, list(extra), families, say, max_rounds)
+            _discover(model, d, limit, list(extra), families, say, max_rounds, learn)
     except (KeyboardInterrupt, Interrupted, ctypes.ArgumentError, z3.Z3Exception) as e:
         if not _is_ctrl_c(e):
             raise
@@ -1326,7 +1333,7 @@ def discover(model, goals: Sequence[str], *, limit: Optional[int] = 200_000, ext
     return d
 
 
-def _discover(model, d: Discovery, limit, extra, families, say, max_rounds) -> None:
+def _discover(model, d: Discovery, limit, extra, families, say, max_rounds, learn=0) -> None:
     cenc = Encoding(model, CONCRETE)
     zenc = symbolic_encoding(model)
     lemmas = candidates(cenc, families) + list(extra)
@@ -1351,6 +1358,7 @@ def _discover(model, d: Discovery, limit, extra, families, say, max_rounds) -> N
     kept += strongest
     lemmas += strongest
     d.generated += len(strongest)
+    atoms = Atoms(cenc, states) if learn else None
     d.seconds["prefilter"] = time.monotonic() - t0
     say(f"prefilter: {len(kept)} of {len(lemmas)} candidates hold in the {len(states)} states bfs reached"
         f"{'' if d.reachable_complete else ' (the first levels only)'} ({d.seconds['prefilter']:.1f} s)")
@@ -1373,9 +1381,18 @@ def _discover(model, d: Discovery, limit, extra, families, say, max_rounds) -> N
     alive -= set(not_at_init)          # cannot happen after the prefilter (the initial state is in it)
     all_candidates = d.lemmas = {lem.name: lem for lem in lemmas}
     wf = zenc.wf(s0)
+
+    def add(lem: Lemma) -> None:
+        all_candidates[lem.name] = by_name[lem.name] = lem
+        kept.append(lem)
+        lemmas.append(lem)
+        d.generated += 1
+        members.append((lem.name, lem.term(zenc, s0), Z3.Not(lem.term(zenc, s1))))
+        alive.add(lem.name)
+
     while True:
         d.rounds += 1
-        if d.rounds > max_rounds:
+        if d.rounds > max_rounds + len(d.learned):
             raise RuntimeError("Houdini did not reach a fixed point")
         current = [(name, a, b) for name, a, b in members if name in alive]
         solver = _solver(True)
@@ -1389,6 +1406,22 @@ def _discover(model, d: Discovery, limit, extra, families, say, max_rounds) -> N
         zm = solver.model()
         before, after = zenc.values(zm, s0), zenc.values(zm, s1)
         dead = [name for name, _, _ in current if not _holds(cenc, all_candidates, name, after)]
+        guesses = {lem.name for lem in d.learned}
+        if atoms is not None and len(d.learned) < learn and not all(name in guesses for name in dead):
+            # a template lemma or a goal broke: block before (no reachable state agrees with it on
+            # a cube's atoms) by up to three clauses and their images under renaming the replicas;
+            # a step that breaks learned clauses only drops them (they were guesses)
+            fresh = []
+            for cube in atoms.cubes(before, 3):
+                for c in [cube] + atoms.mirrors(cube):
+                    name, term = atoms.clause(c)
+                    if name not in all_candidates:
+                        fresh.append(Lemma(name, "blocking", term))
+                        add(fresh[-1])
+            if fresh:
+                d.learned += fresh
+                say(f"  round {d.rounds}: learned {len(fresh)}: {fresh[0].name} ({time.monotonic() - tq:.1f} s)")
+                continue
         if not dead:
             raise RuntimeError("z3's model breaks no conjunct when evaluated: the encodings disagree")
         say(f"  round {d.rounds}: {len(dead)} dropped, {len(current) - len(dead)} left ({time.monotonic() - tq:.1f} s)")
@@ -1408,12 +1441,7 @@ def _discover(model, d: Discovery, limit, extra, families, say, max_rounds) -> N
                 d.dropped.append((d.rounds, name))
             for weaker in clauses.weakenings(name):          # a dropped clause: try its weakenings
                 if weaker.name not in all_candidates:
-                    all_candidates[weaker.name] = by_name[weaker.name] = weaker
-                    kept.append(weaker)
-                    lemmas.append(weaker)
-                    d.generated += 1
-                    members.append((weaker.name, weaker.term(zenc, s0), Z3.Not(weaker.term(zenc, s1))))
-                    alive.add(weaker.name)
+                    add(weaker)
     d.seconds["z3"] = time.monotonic() - t0
     d.survivors = [lem for lem in kept if lem.name in alive]
     d.verdict = HOLDS if all(g in alive for g in d.goals) else NOT_INDUCTIVE

@@ -1,0 +1,274 @@
+"""Blocking clauses learned from counterexamples to induction (the ``blocking`` family of
+checker/houdini.py), as IC3 and ICE learners do.
+
+When z3 answers Houdini's query with a step from a state ``s`` that no conjunct excludes, the
+templates lack a lemma. If the prefilter saw every reachable state, ``s`` is unreachable as soon as
+its valuation of the atoms below differs from every reachable state's, and some small set of
+those atoms (a cube: each literal true in ``s``) is false in every reachable state. The clause
+"not that cube" holds in every reachable state and excludes ``s``: Houdini adds it instead of
+dropping what ``s``'s step broke.
+
+The atoms are over the state's scalars, each guarded so that an unused slot reads ``VOID`` (a log
+entry beyond the LEO, a cache entry beyond its length, a message field of another kind):
+
+- value atoms ``x = v`` for every value ``v`` the reachable states give ``x``;
+- order atoms ``x < y`` and ``x = y`` for two offsets, or two epochs, of the same state.
+
+The cube is a greedy hitting set (each reachable valuation must disagree with ``s`` on one of its
+atoms), order atoms first: a relation between two fields says more at larger bounds than a
+value does. Soundness is unchanged: a learned clause is a conjunct like any other, and the proof
+still rests on the final unsat query.
+
+>>> from hwcheck.spec import Config, Model
+>>> from hwcheck.checker.symbolic import CONCRETE, Encoding
+>>> from hwcheck.checker.houdini import reachable
+>>> model = Model(Config(mode="kip380", records=1, crashes=1))
+>>> cenc = Encoding(model, CONCRETE)
+>>> atoms = Atoms(cenc, reachable(model)[0])
+>>> atoms.cubes(cenc.of_state(model.init_states()[0]))     # a reachable state: no cube
+[]
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from typing import List, Optional, Sequence, Tuple
+
+import numpy as np
+import z3
+
+from .symbolic import EPOCH_REQUEST, EPOCH_RESPONSE, FETCH, FETCH_RESPONSE, LEADER, NO_MSG, latest_cached_epoch
+
+VOID = -9          # what a guarded scalar reads where its slot is unused
+
+OFFSET, EPOCH, VALUE, REPLICA = "offset", "epoch", "value", "replica"
+_REPLICA_NAME = re.compile(r"\br(\d+)\b")
+
+
+def scalars(enc, s) -> List[Tuple[str, object, str]]:
+    """(name, term, sort) for every scalar of the state, guarded (``VOID`` where unused)."""
+    o = enc.o
+    out: List[Tuple[str, object, str]] = []
+
+    def add(name, term, sort, guard=True):
+        if guard is not True:
+            if o.name == "z3" and isinstance(term, int) and not isinstance(term, bool):
+                term = o.num(term)
+            term = o.If(guard, term, VOID)
+        out.append((name, term, sort))
+
+    n = len(s.reps)
+    for r, rep in enumerate(s.reps):
+        p = f"r{r}"
+        add(f"{p} alive", rep.alive, VALUE)
+        add(f"{p} role", rep.role, VALUE)
+        add(f"{p} leader", rep.leader, REPLICA)
+        add(f"{p} truncating", rep.truncating, VALUE)
+        add(f"{p} epoch", rep.lepoch, EPOCH)
+        add(f"{p} leo", rep.leo, OFFSET)
+        add(f"{p} hw", rep.hw, OFFSET)
+        add(f"{p} clen", rep.clen, VALUE)
+        if s.ctl.elr:
+            add(f"{p} shut down cleanly", rep.clean, VALUE)
+        if rep.cache:
+            add(f"{p} latest cached epoch", latest_cached_epoch(o, rep), EPOCH)
+        for q in range(n):
+            add(f"r{q} in {p}'s ISR view", rep.isr[q], VALUE)
+            if q != r:
+                add(f"{p}'s remote LEO of r{q}", rep.remote[q], OFFSET, o.And(rep.alive, rep.role == LEADER))
+                if rep.rbe:
+                    add(f"{p}'s remote broker epoch of r{q}", rep.rbe[q], VALUE, o.And(rep.alive, rep.role == LEADER))
+        for j, (rec, ep) in enumerate(rep.log):
+            add(f"{p} record at {j}", rec, VALUE, j < rep.leo)
+            add(f"{p} epoch at {j}", ep, EPOCH, j < rep.leo)
+        for k, (ep, start) in enumerate(rep.cache):
+            add(f"{p} cache[{k}] epoch", ep, EPOCH, k < rep.clen)
+            add(f"{p} cache[{k}] start", start, OFFSET, k < rep.clen)
+    c = s.ctl
+    add("controller leader", c.leader, REPLICA)
+    add("controller epoch", c.epoch, EPOCH)
+    for q in range(n):
+        add(f"r{q} in the ISR", c.isr[q], VALUE)
+        add(f"r{q} live", c.live[q], VALUE)
+        for what, bits in (("broker epoch", c.bepochs), ("in the ELR", c.elr), ("last known leader", c.lke)):
+            if bits:
+                add(f"r{q} {what}", bits[q], VALUE)
+    for r, m in enumerate(s.msgs):
+        p = f"r{r}'s"
+        add(f"{p} message", m.kind, VALUE)
+        add(f"{p} message peer", m.peer, REPLICA, m.kind != NO_MSG)
+        fetch, resp = m.kind == FETCH, m.kind == FETCH_RESPONSE
+        add(f"{p} Fetch epoch", m.a, EPOCH, fetch)
+        add(f"{p} Fetch offset", m.b, OFFSET, fetch)
+        add(f"{p} Fetch last fetched epoch", m.c, EPOCH, fetch)
+        add(f"{p} Fetch broker epoch", m.d, VALUE, fetch)
+        add(f"{p} FetchResponse hw", m.a, OFFSET, resp)
+        add(f"{p} FetchResponse leader leo", m.b, OFFSET, resp)
+        add(f"{p} FetchResponse start", m.start, OFFSET, resp)
+        add(f"{p} FetchResponse diverging epoch", m.c, EPOCH, resp)
+        add(f"{p} FetchResponse diverging end", m.d, OFFSET, resp)
+        for j, (rec, ep) in enumerate(m.recs):
+            inside = enc.o.And(resp, m.start <= j, j < m.b)
+            add(f"{p} FetchResponse record at {j}", rec, VALUE, inside)
+            add(f"{p} FetchResponse epoch at {j}", ep, EPOCH, inside)
+        add(f"{p} epoch request epoch", m.a, EPOCH, m.kind == EPOCH_REQUEST)
+        add(f"{p} epoch request asks", m.b, EPOCH, m.kind == EPOCH_REQUEST)
+        add(f"{p} epoch answer epoch", m.a, EPOCH, m.kind == EPOCH_RESPONSE)
+        add(f"{p} epoch answer end", m.b, OFFSET, m.kind == EPOCH_RESPONSE)
+    for r, m in enumerate(s.stale):
+        p = f"r{r}'s stale"
+        held = m.kind != NO_MSG
+        add(f"{p} Fetch", m.kind, VALUE)
+        add(f"{p} Fetch peer", m.peer, REPLICA, held)
+        add(f"{p} Fetch epoch", m.a, EPOCH, held)
+        add(f"{p} Fetch offset", m.b, OFFSET, held)
+        add(f"{p} Fetch last fetched epoch", m.c, EPOCH, held)
+        add(f"{p} Fetch broker epoch", m.d, VALUE, held)
+    h = s.hist
+    add("produced", h.produced, VALUE)
+    add("exposed length", h.xlen, OFFSET)
+    for rec, off in enumerate(h.acked):
+        add(f"record {rec} acknowledged at", off, OFFSET)
+    for j, rec in enumerate(h.exposed):
+        add(f"exposed record at {j}", rec, VALUE, j < h.xlen)
+    add("crashes", h.crashes, VALUE)
+    return out
+
+
+class Atoms:
+    """The atoms over ``scalars``, their valuations in the reachable ``states`` (deduplicated),
+    and the cube of a state no reachable state agrees with."""
+
+    def __init__(self, cenc, states: Sequence):
+        self.cenc = cenc
+        first = scalars(cenc, cenc.of_state(states[0]))
+        self.scalar_names = [name for name, _, _ in first]
+        self.sorts = [sort for _, _, sort in first]
+        self.replicas = len(cenc.of_state(states[0]).reps)
+        S = np.array([[int(t) for _, t, _ in scalars(cenc, cenc.of_state(st))] for st in states], dtype=np.int16)
+        self.atoms: List[Tuple[str, int, int, object]] = []     # (kind, i, j or value) kind: '<', '=', 'v'
+        for sort in (OFFSET, EPOCH):
+            idx = [i for i, (_, _, srt) in enumerate(first) if srt == sort]
+            for a in range(len(idx)):
+                for b in range(a + 1, len(idx)):
+                    i, j = idx[a], idx[b]
+                    for kind in ("<", ">", "="):
+                        self.atoms.append((kind, i, j))
+        self.relational = len(self.atoms)
+        for i in range(len(first)):
+            for v in np.unique(S[:, i]):
+                self.atoms.append(("v", i, int(v)))
+        self.rows = np.unique(self._valuate(S), axis=0)          # reachable valuations x atoms
+        self.index = {atom: a for a, atom in enumerate(self.atoms)}
+
+    def _valuate(self, S: np.ndarray) -> np.ndarray:
+        cols = []
+        for kind, i, j in self.atoms:
+            x = S[:, i]
+            cols.append(x < S[:, j] if kind == "<" else x > S[:, j] if kind == ">" else
+                        x == S[:, j] if kind == "=" else x == j)
+        return np.stack(cols, axis=1)
+
+    def valuation(self, v) -> np.ndarray:
+        S = np.array([[int(t) for _, t, _ in scalars(self.cenc, v)]], dtype=np.int64)
+        return self._valuate(S)[0]
+
+    def cubes(self, v, k: int = 1) -> List[List[Tuple[int, bool]]]:
+        """Up to ``k`` cubes of ``v``: atoms (index, value in ``v``) such that every reachable
+        valuation disagrees with ``v`` on one of them, few (greedy, order atoms first; the i-th
+        cube starts from the i-th best atom). Empty when a reachable state agrees with ``v`` on
+        every atom."""
+        val = self.valuation(v)
+        D = self.rows != val                                      # reachable x atoms: disagrees
+        if not D.any(axis=1).all():
+            return []
+        weight = np.ones(D.shape[1])
+        weight[self.relational:] = 0.5
+        first = np.argsort(-(D.sum(axis=0) * weight), kind="stable")[:k]
+        out: List[List[Tuple[int, bool]]] = []
+        for a0 in first:
+            chosen = [int(a0)]
+            left = ~D[:, a0]
+            while left.any():
+                a = int(np.argmax(D[left].sum(axis=0) * weight))
+                chosen.append(a)
+                left &= ~D[:, a]
+            for a in list(chosen):                                # drop what the others cover
+                rest = [b for b in chosen if b != a]
+                if rest and D[:, rest].any(axis=1).all():
+                    chosen = rest
+            cube = sorted((a, bool(val[a])) for a in chosen)
+            if cube not in out:
+                out.append(cube)
+        return out
+
+    def holds(self, cube: Sequence[Tuple[int, bool]]) -> bool:
+        """No reachable valuation has every literal of the cube (its clause holds)."""
+        idx = [a for a, _ in cube]
+        return not (self.rows[:, idx] == np.array([v for _, v in cube])).all(axis=1).any()
+
+    def mirrors(self, cube: Sequence[Tuple[int, bool]]) -> List[List[Tuple[int, bool]]]:
+        """The cube with the replicas renamed, for every other permutation of them whose
+        clause holds too (the preferred replica and the initial leader break the symmetry, so
+        each image is checked against the reachable valuations)."""
+        by_name = {name: i for i, name in enumerate(self.scalar_names)}
+        out = []
+        for perm in itertools.permutations(range(self.replicas)):
+            if perm == tuple(range(self.replicas)):
+                continue
+
+            def scalar(i):
+                return by_name.get(_REPLICA_NAME.sub(lambda m: f"r{perm[int(m.group(1))]}", self.scalar_names[i]))
+            image = []
+            for a, value in cube:
+                kind, i, j = self.atoms[a]
+                i2 = scalar(i)
+                if kind == "v":
+                    atom = ("v", i2, perm[j] if self.sorts[i] == REPLICA and 0 <= j < self.replicas else j)
+                else:
+                    j2 = scalar(j)
+                    if i2 is not None and j2 is not None and i2 > j2:
+                        i2, j2, kind = j2, i2, {"<": ">", ">": "<", "=": "="}[kind]
+                    atom = (kind, i2, j2)
+                if atom not in self.index:
+                    break
+                image.append((self.index[atom], value))
+            else:
+                if sorted(image) != sorted(cube) and self.holds(image):
+                    out.append(image)
+        return out
+
+    def describe(self, a: int, value: bool) -> str:
+        kind, i, j = self.atoms[a]
+        x = self.scalar_names[i]
+        text = f"{x} = {j}" if kind == "v" else f"{x} {kind} {self.scalar_names[j]}"
+        return text if value else f"not ({text})"
+
+    def clause(self, cube: Sequence[Tuple[int, bool]]):
+        """The blocking clause: (its name, its term as a function of (encoding, state))."""
+        cache: list = [None, None, None]
+        name = "not (" + " & ".join(self.describe(a, value) for a, value in cube) + ")"
+        return name, (lambda enc, s, cube=tuple(cube): self.term(enc, s, cube, cache))
+
+    def term(self, enc, s, cube: Sequence[Tuple[int, bool]], cache: list):
+        """The clause "not cube" over ``s`` (``cache``: [state, algebra, its scalars], reused)."""
+        o = enc.o
+        if not (cache[0] is s and cache[1] is o):
+            cache[:] = [s, o, [t for _, t, _ in scalars(enc, s)]]
+        sc = cache[2]
+        lits = []
+        for a, value in cube:
+            kind, i, j = self.atoms[a]
+            x = sc[i]
+            if kind == "v":
+                atom = (x if j else o.Not(x)) if _is_bool(x) else x == j
+            else:
+                y = sc[j]
+                atom = x < y if kind == "<" else x > y if kind == ">" else x == y
+            lits.append(o.Not(atom) if value else atom)
+        return o.Or(*lits)
+
+
+def _is_bool(x) -> bool:
+    return isinstance(x, (bool, z3.BoolRef))

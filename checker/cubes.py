@@ -25,7 +25,7 @@ still rests on the final unsat query.
 >>> model = Model(Config(mode="kip380", records=1, crashes=1))
 >>> cenc = Encoding(model, CONCRETE)
 >>> atoms = Atoms(cenc, reachable(model)[0])
->>> atoms.cubes(cenc.of_state(model.init_states()[0]))     # a reachable state: no cube
+>>> list(atoms.cubes(cenc.of_state(model.init_states()[0])))     # a reachable state: no cube
 []
 """
 
@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from typing import List, Optional, Sequence, Tuple
+from typing import Iterator, List, Sequence, Tuple
 
 import numpy as np
 import z3
@@ -174,19 +174,19 @@ class Atoms:
         S = np.array([[int(t) for _, t, _ in scalars(self.cenc, v)]], dtype=np.int64)
         return self._valuate(S)[0]
 
-    def cubes(self, v, k: int = 1) -> List[List[Tuple[int, bool]]]:
-        """Up to ``k`` cubes of ``v``: atoms (index, value in ``v``) such that every reachable
-        valuation disagrees with ``v`` on one of them, few (greedy, order atoms first; the i-th
-        cube starts from the i-th best atom). Empty when a reachable state agrees with ``v`` on
-        every atom."""
+    def cubes(self, v, k: int = 1) -> Iterator[List[Tuple[int, bool]]]:
+        """Up to ``k`` distinct cubes of ``v``, lazily: atoms (index, value in ``v``) such that
+        every reachable valuation disagrees with ``v`` on one of them, few (greedy, order atoms
+        first; the i-th cube starts from the i-th best atom). None when a reachable state agrees
+        with ``v`` on every atom."""
         val = self.valuation(v)
         D = self.rows != val                                      # reachable x atoms: disagrees
         if not D.any(axis=1).all():
-            return []
+            return
         weight = np.ones(D.shape[1])
         weight[self.relational:] = 0.5
         first = np.argsort(-(D.sum(axis=0) * weight), kind="stable")[:k]
-        out: List[List[Tuple[int, bool]]] = []
+        seen = []
         for a0 in first:
             chosen = [int(a0)]
             left = ~D[:, a0]
@@ -199,9 +199,9 @@ class Atoms:
                 if rest and D[:, rest].any(axis=1).all():
                     chosen = rest
             cube = sorted((a, bool(val[a])) for a in chosen)
-            if cube not in out:
-                out.append(cube)
-        return out
+            if cube not in seen:
+                seen.append(cube)
+                yield cube
 
     def holds(self, cube: Sequence[Tuple[int, bool]]) -> bool:
         """No reachable valuation has every literal of the cube (its clause holds)."""

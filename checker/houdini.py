@@ -1314,18 +1314,20 @@ def _goal_term(enc: Encoding, name: str, s, un: Optional[Unrolling] = None, k: i
 
 def discover(model, goals: Sequence[str], *, limit: Optional[int] = 200_000, extra: Sequence[Lemma] = (),
              families: Optional[Sequence[str]] = None, progress: Optional[Callable[[str], None]] = None,
-             max_rounds: int = 500, learn: int = 0) -> Discovery:
+             max_rounds: int = 500, learn: int = 0, depth: int = 0) -> Discovery:
     """Houdini for the conjunction of ``goals`` (the model's invariants) and EncodingBounds: the
     templates' instances and ``extra`` lemmas, prefiltered on up to ``limit`` reachable states,
     then pruned by z3 to a fixed point. With ``learn`` > 0, up to that many counterexamples to
-    induction are blocked by a clause (checker/cubes.py) instead of dropping what they break.
+    induction are blocked by a clause (checker/cubes.py) instead of dropping what they break:
+    a step that breaks a template lemma or a goal (level 0), or, up to level ``depth``, a step that
+    breaks only clauses learned at the level below.
     Ctrl-C returns verdict ``interrupted``."""
     say = progress or (lambda msg: None)
     goals = list(dict.fromkeys(goals)) + [BOUNDS]
     d = Discovery(HOLDS, goals)
     try:
         with _CTRL_C:
-            _discover(model, d, limit, list(extra), families, say, max_rounds, learn)
+            _discover(model, d, limit, list(extra), families, say, max_rounds, learn, depth)
     except (KeyboardInterrupt, Interrupted, ctypes.ArgumentError, z3.Z3Exception) as e:
         if not _is_ctrl_c(e):
             raise
@@ -1333,7 +1335,7 @@ def discover(model, goals: Sequence[str], *, limit: Optional[int] = 200_000, ext
     return d
 
 
-def _discover(model, d: Discovery, limit, extra, families, say, max_rounds, learn=0) -> None:
+def _discover(model, d: Discovery, limit, extra, families, say, max_rounds, learn=0, depth_limit=0) -> None:
     cenc = Encoding(model, CONCRETE)
     zenc = symbolic_encoding(model)
     lemmas = candidates(cenc, families) + list(extra)
@@ -1382,6 +1384,8 @@ def _discover(model, d: Discovery, limit, extra, families, say, max_rounds, lear
     all_candidates = d.lemmas = {lem.name: lem for lem in lemmas}
     wf = zenc.wf(s0)
 
+    level_of: Dict[str, int] = {}       # learned clause -> its level (below)
+
     def add(lem: Lemma) -> None:
         all_candidates[lem.name] = by_name[lem.name] = lem
         kept.append(lem)
@@ -1392,7 +1396,7 @@ def _discover(model, d: Discovery, limit, extra, families, say, max_rounds, lear
 
     while True:
         d.rounds += 1
-        if d.rounds > max_rounds + len(d.learned):
+        if d.rounds > max_rounds + 2 * len(d.learned):      # a learned clause: its round, and its drop
             raise RuntimeError("Houdini did not reach a fixed point")
         current = [(name, a, b) for name, a, b in members if name in alive]
         solver = _solver(True)
@@ -1406,22 +1410,29 @@ def _discover(model, d: Discovery, limit, extra, families, say, max_rounds, lear
         zm = solver.model()
         before, after = zenc.values(zm, s0), zenc.values(zm, s1)
         dead = [name for name, _, _ in current if not _holds(cenc, all_candidates, name, after)]
-        guesses = {lem.name for lem in d.learned}
-        if atoms is not None and len(d.learned) < learn and not all(name in guesses for name in dead):
-            # a template lemma or a goal broke: block before (no reachable state agrees with it on
-            # a cube's atoms) by up to three clauses and their images under renaming the replicas;
-            # a step that breaks learned clauses only drops them (they were guesses)
-            fresh = []
-            for cube in atoms.cubes(before, 3):
+        # how far back from a template lemma or a goal this step is: 0 when one of them broke,
+        # else one more than the shallowest learned clause it broke
+        level = min([0 if name not in level_of else level_of[name] + 1 for name in dead], default=0)
+        if atoms is not None and len(d.learned) < learn and level <= depth_limit:
+            # block before (no reachable state agrees with it on a cube's atoms) by up to three
+            # clauses and their images under renaming the replicas; deeper, drop what broke
+            fresh, found = [], False
+            for cube in atoms.cubes(before, 24):           # the first three new ones, with their images
+                found = True
                 for c in [cube] + atoms.mirrors(cube):
                     name, term = atoms.clause(c)
                     if name not in all_candidates:
                         fresh.append(Lemma(name, "blocking", term))
                         add(fresh[-1])
+                        level_of[name] = level
+                if len(fresh) >= 3:
+                    break
             if fresh:
                 d.learned += fresh
                 say(f"  round {d.rounds}: learned {len(fresh)}: {fresh[0].name} ({time.monotonic() - tq:.1f} s)")
                 continue
+            say(f"  round {d.rounds}: no new clause blocks it ("
+                f"{'every cube found was learned before' if found else 'a reachable state agrees on every atom'})")
         if not dead:
             raise RuntimeError("z3's model breaks no conjunct when evaluated: the encodings disagree")
         say(f"  round {d.rounds}: {len(dead)} dropped, {len(current) - len(dead)} left ({time.monotonic() - tq:.1f} s)")

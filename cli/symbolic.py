@@ -124,11 +124,15 @@ def _z3_config_errors(fn):
 @click.option("--reach-limit", type=click.IntRange(min=1), default=50_000, show_default=True,
               help="--discover: the reachable states the candidates are checked on (breadth first, "
                    "whole levels)")
+@click.option("--learn", type=click.IntRange(min=0), default=0, show_default=True, metavar="N",
+              help="--discover: block up to N counterexamples to induction by clauses no reachable "
+                   "state breaks (checker/cubes.py) instead of dropping what they break; sound "
+                   "whatever the reach limit, useful when the prefilter sees the whole space")
 @click.option("--explain", is_flag=True,
               help="--discover, not proved: follow the broken invariant's drop back through the lemmas "
                    "whose drop let each counterexample in, to the roots no candidate excludes")
 @_z3_config_errors
-def prove(names, k, aux, discover, reach_limit, explain, **knobs):
+def prove(names, k, aux, discover, reach_limit, learn, explain, **knobs):
     """k-induction with z3: 'holds at every depth', or 'not k-inductive' with the counterexample
     to induction. Exit 0 proved, 1 violated from the initial state, 3 not k-inductive."""
     model = Model(make_config(**knobs))
@@ -140,9 +144,9 @@ def prove(names, k, aux, discover, reach_limit, explain, **knobs):
     if discover:
         if k != 1:
             fail("--discover proves by 1-induction: leave --k at 1")
-        _prove_discovering(model, list(dict.fromkeys(names)), aux, reach_limit, explain)
-    if explain:
-        fail("--explain follows the drops of --discover: add --discover")
+        _prove_discovering(model, list(dict.fromkeys(names)), aux, reach_limit, explain, learn)
+    if explain or learn:
+        fail(f"{'--explain' if explain else '--learn'} goes with --discover: add --discover")
     click.echo(f"hwcheck prove: {settings_line(model.cfg)}")
     auxiliary = AUXILIARY if aux else ()
     click.echo(f"property: {' and '.join(list(names) + [n for n, _ in auxiliary] + ['EncodingBounds'])}; k={k}")
@@ -224,12 +228,12 @@ def _drop_chain_lines(model, d, shown_roots: int = 3) -> List[str]:
     return lines
 
 
-def _prove_discovering(model, names, aux: bool, limit: int, explain: bool = False) -> None:
+def _prove_discovering(model, names, aux: bool, limit: int, explain: bool = False, learn: int = 0) -> None:
     """``prove --discover``: Houdini (checker/houdini.py), then the verdict, the lemmas used or the
     counterexample to induction with the template families that would exclude it."""
     click.echo(f"hwcheck prove: {settings_line(model.cfg)}")
     click.echo(f"property: {' and '.join(names + ['EncodingBounds'])}; 1-induction strengthened by "
-               f"discovered lemmas ({len(FAMILIES) - 1} template families{' and spec/auxiliary.py' if aux else ''})")
+               f"discovered lemmas ({len(FAMILIES) - 2} template families{' and spec/auxiliary.py' if aux else ''})")
     chosen = [f for f in FAMILIES if aux or f != "hand-written"]
     started = time.monotonic()
 
@@ -237,7 +241,7 @@ def _prove_discovering(model, names, aux: bool, limit: int, explain: bool = Fals
         if line.startswith("  round ") and "unsat" not in line and int(line.split()[1].rstrip(":")) % 10:
             return
         click.echo(line)
-    d = discover(model, names, limit=limit, families=chosen, progress=progress)
+    d = discover(model, names, limit=limit, families=chosen, progress=progress, learn=learn)
     elapsed = time.monotonic() - started
     if d.verdict == INTERRUPTED:
         click.echo(f"interrupted: during {d.interrupted_in or 'the setup'} after {elapsed:.1f} s; no verdict (k=1)")
@@ -253,7 +257,8 @@ def _prove_discovering(model, names, aux: bool, limit: int, explain: bool = Fals
         raise click.exceptions.Exit(EXIT_VIOLATION)
     rejected = len(d.rejected)
     click.echo(f"lemmas: {d.generated} candidates, {rejected} false in a reachable state, {len(d.dropped)} "
-               f"not inductive (z3, {d.rounds} rounds), {len(d.survivors)} inductive")
+               f"not inductive (z3, {d.rounds} rounds), {len(d.survivors)} inductive"
+               + (f"; {len(d.learned)} clauses learned from counterexamples to induction" if learn else ""))
     if d.verdict == HOLDS:
         click.echo(f"verdict: holds at every depth: the property and {len(d.survivors)} lemmas hold in the "
                    f"initial state and are 1-inductive together ({elapsed:.1f} s: prefilter "

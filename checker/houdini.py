@@ -1314,7 +1314,7 @@ def _goal_term(enc: Encoding, name: str, s, un: Optional[Unrolling] = None, k: i
 
 def discover(model, goals: Sequence[str], *, limit: Optional[int] = 200_000, extra: Sequence[Lemma] = (),
              families: Optional[Sequence[str]] = None, progress: Optional[Callable[[str], None]] = None,
-             max_rounds: int = 500, learn: int = 0, depth: int = 0) -> Discovery:
+             max_rounds: int = 500, learn: int = 0, depth: int = 3) -> Discovery:
     """Houdini for the conjunction of ``goals`` (the model's invariants) and EncodingBounds: the
     templates' instances and ``extra`` lemmas, prefiltered on up to ``limit`` reachable states,
     then pruned by z3 to a fixed point. With ``learn`` > 0, up to that many counterexamples to
@@ -1335,7 +1335,7 @@ def discover(model, goals: Sequence[str], *, limit: Optional[int] = 200_000, ext
     return d
 
 
-def _discover(model, d: Discovery, limit, extra, families, say, max_rounds, learn=0, depth_limit=0) -> None:
+def _discover(model, d: Discovery, limit, extra, families, say, max_rounds, learn=0, depth_limit=3) -> None:
     cenc = Encoding(model, CONCRETE)
     zenc = symbolic_encoding(model)
     lemmas = candidates(cenc, families) + list(extra)

@@ -9,7 +9,7 @@ from hwcheck.checker.result import HOLDS
 from hwcheck.checker.symbolic import CONCRETE, Encoding, equal
 from hwcheck.spec import Config, Model
 
-from .conftest import exact_reachable
+from .conftest import exact_reachable, one_line_error, run_cli
 
 SMALL = dict(mode="kip380", records=1, crashes=1)
 
@@ -73,3 +73,11 @@ def test_blocking_clauses_alone_prove_a_small_space():
         assert all(lem.term(cenc, cenc.of_state(s)) for lem in d.survivors)
     # without learning, nothing but the goal is assumed, and it is not inductive
     assert discover(model, ["NoLogDivergence"], families=[]).verdict != HOLDS
+
+
+def test_cli_prove_learn():
+    r = run_cli("prove", "--mode", "hw", "--records", "1", "--crashes", "0", "--invariant", "NoCommittedDataLoss",
+                "--discover", "--learn", "200")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "clauses learned from counterexamples to induction" in r.stdout
+    assert "--discover" in one_line_error(run_cli("prove", "--invariant", "NoLogDivergence", "--learn", "5"))

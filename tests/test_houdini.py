@@ -19,7 +19,7 @@ SMALL = dict(mode="kafka10706", records=1, crashes=1)
 def test_every_family_has_instances_and_names_are_unique():
     enc = Encoding(Model(Config(mode="kip380", replicas=3, records=2)), CONCRETE)
     lemmas = candidates(enc)
-    assert {lem.family for lem in lemmas} | {"lookahead", "clause"} == set(FAMILIES)
+    assert {lem.family for lem in lemmas} | {"lookahead", "clause", "blocking"} == set(FAMILIES)
     assert len({lem.name for lem in lemmas}) == len(lemmas) > 500
 
 

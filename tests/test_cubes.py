@@ -2,7 +2,7 @@
 
 import z3
 
-from hwcheck.checker.bmc import symbolic_encoding
+from hwcheck.checker.bmc import Unrolling, symbolic_encoding
 from hwcheck.checker.cubes import Atoms
 from hwcheck.checker.houdini import discover
 from hwcheck.checker.result import HOLDS
@@ -12,11 +12,6 @@ from hwcheck.spec import Config, Model
 from .conftest import exact_reachable, one_line_error, run_cli
 
 SMALL = dict(mode="kip380", records=1, crashes=1)
-
-
-def _clause(atoms, cube):
-    name, term = atoms.clause(cube)
-    return name, term
 
 
 def test_no_reachable_state_has_a_cube_and_an_unreachable_one_does():
@@ -34,12 +29,12 @@ def test_no_reachable_state_has_a_cube_and_an_unreachable_one_does():
     cubes = list(atoms.cubes(bad, 3))
     assert cubes
     for cube in cubes:
-        name, term = _clause(atoms, cube)
+        name, term = atoms.clause(cube)
         assert not term(cenc, bad), name                       # the clause excludes the state
         assert all(term(cenc, cenc.of_state(t)) for t in states), name   # and holds where reachable
         assert atoms.holds(cube)
         for image in atoms.mirrors(cube):                      # so do its images that are kept
-            _, image_term = _clause(atoms, image)
+            _, image_term = atoms.clause(image)
             assert all(image_term(cenc, cenc.of_state(t)) for t in states)
 
 
@@ -51,8 +46,7 @@ def test_a_learned_clause_means_the_same_to_z3():
     v = cenc.of_state(states[-1])
     bad = v._replace(hist=v.hist._replace(xlen=v.reps[0].leo + 1))
     cube = next(atoms.cubes(bad))
-    _, term = _clause(atoms, cube)
-    from hwcheck.checker.bmc import Unrolling
+    _, term = atoms.clause(cube)
     s0 = Unrolling(zenc, "t").new_state()
     for w in [cenc.of_state(t) for t in states[::97]] + [bad]:
         solver = z3.Solver()

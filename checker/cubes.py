@@ -6,13 +6,14 @@ templates lack a lemma. If the prefilter saw every reachable state, ``s`` is unr
 its valuation of the atoms below differs from every reachable state's, and some small set of
 those atoms (a cube: each literal true in ``s``) is false in every reachable state. The clause
 "not that cube" holds in every reachable state and excludes ``s``: Houdini adds it instead of
-dropping what ``s``'s step broke.
+dropping what ``s``'s step broke (and blocks the steps that break only learned clauses too, up to
+a few levels: ``discover(..., learn=N, depth=3)``).
 
 The atoms are over the state's scalars, each guarded so that an unused slot reads ``VOID`` (a log
 entry beyond the LEO, a cache entry beyond its length, a message field of another kind):
 
 - value atoms ``x = v`` for every value ``v`` the reachable states give ``x``;
-- order atoms ``x < y`` and ``x = y`` for two offsets, or two epochs, of the same state.
+- order atoms ``x < y``, ``x > y`` and ``x = y`` for two offsets, or two epochs, of the same state.
 
 The cube is a greedy hitting set (each reachable valuation must disagree with ``s`` on one of its
 atoms), order atoms first: a relation between two fields says more at larger bounds than a
@@ -147,7 +148,7 @@ class Atoms:
         self.sorts = [sort for _, _, sort in first]
         self.replicas = len(cenc.of_state(states[0]).reps)
         S = np.array([[int(t) for _, t, _ in scalars(cenc, cenc.of_state(st))] for st in states], dtype=np.int16)
-        self.atoms: List[Tuple[str, int, int, object]] = []     # (kind, i, j or value) kind: '<', '=', 'v'
+        self.atoms: List[Tuple[str, int, int]] = []   # ('<' | '>' | '=', scalar, scalar) or ('v', scalar, value)
         for sort in (OFFSET, EPOCH):
             idx = [i for i, (_, _, srt) in enumerate(first) if srt == sort]
             for a in range(len(idx)):

@@ -178,8 +178,8 @@ class Atoms:
     def cubes(self, v, k: int = 1) -> Iterator[List[Tuple[int, bool]]]:
         """Up to ``k`` distinct cubes of ``v``, lazily: atoms (index, value in ``v``) such that
         every reachable valuation disagrees with ``v`` on one of them, few (greedy, order atoms
-        first; the i-th cube starts from the i-th best atom). None when a reachable state agrees
-        with ``v`` on every atom."""
+        first; the i-th cube starts from the i-th best atom). None at all when a reachable state
+        agrees with ``v`` on every atom."""
         val = self.valuation(v)
         D = self.rows != val                                      # reachable x atoms: disagrees
         if not D.any(axis=1).all():

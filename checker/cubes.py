@@ -145,9 +145,11 @@ class Atoms:
         self.cenc = cenc
         first = scalars(cenc, cenc.of_state(states[0]))
         self.scalar_names = [name for name, _, _ in first]
+        self.by_name = {name: i for i, name in enumerate(self.scalar_names)}
         self.sorts = [sort for _, _, sort in first]
-        self.replicas = len(cenc.of_state(states[0]).reps)
-        S = np.array([[int(t) for _, t, _ in scalars(cenc, cenc.of_state(st))] for st in states], dtype=np.int16)
+        self.replicas = len(states[0].replicas)
+        S = np.array([[int(t) for _, t, _ in first]]
+                     + [[int(t) for _, t, _ in scalars(cenc, cenc.of_state(st))] for st in states[1:]], dtype=np.int16)
         self.atoms: List[Tuple[str, int, int]] = []   # ('<' | '>' | '=', scalar, scalar) or ('v', scalar, value)
         for sort in (OFFSET, EPOCH):
             idx = [i for i, (_, _, srt) in enumerate(first) if srt == sort]
@@ -213,7 +215,7 @@ class Atoms:
         """The cube with the replicas renamed, for every other permutation of them whose
         clause holds too (the preferred replica and the initial leader break the symmetry, so
         each image is checked against the reachable valuations)."""
-        by_name = {name: i for i, name in enumerate(self.scalar_names)}
+        by_name = self.by_name
         out = []
         for perm in itertools.permutations(range(self.replicas)):
             if perm == tuple(range(self.replicas)):

@@ -1293,8 +1293,6 @@ class Discovery:
     survivors: List[Lemma] = field(default_factory=list)             # the inductive lemmas
     rounds: int = 0
     learned: List[Lemma] = field(default_factory=list)                # blocking clauses, in the order learned
-    probed: int = 0                       # cubes tested for relative inductiveness
-    inductive_cubes: int = 0              # of which inductive relative to the conjuncts then alive
     cti: Optional[Cti] = None             # the first step that broke a goal
     violated_in: Optional[object] = None  # violated: a reachable state breaking a goal
     seconds: Dict[str, float] = field(default_factory=dict)
@@ -1335,18 +1333,6 @@ def discover(model, goals: Sequence[str], *, limit: Optional[int] = 200_000, ext
             raise
         d.verdict = INTERRUPTED
     return d
-
-
-PROBES = 3             # cubes per counterexample tested for relative inductiveness
-
-
-def relatively_inductive(zenc: Encoding, wf, step, s0, s1, assumed: Sequence, term) -> bool:
-    """IC3's test of a candidate clause ``term`` (a function of (encoding, state)): no step
-    ``step`` from a well-formed state ``s0`` where the ``assumed`` terms and the clause hold
-    reaches an ``s1`` that breaks the clause."""
-    solver = _solver(True)
-    solver.add(wf, *step, *assumed, term(zenc, s0))
-    return _check(solver, Z3.Not(term(zenc, s1))) == z3.unsat
 
 
 def _discover(model, d: Discovery, limit, extra, families, say, max_rounds, learn=0, depth_limit=3) -> None:
@@ -1431,15 +1417,7 @@ def _discover(model, d: Discovery, limit, extra, families, say, max_rounds, lear
             # block before (no reachable state agrees with it on a cube's atoms) by up to three
             # clauses and their images under renaming the replicas; deeper, drop what broke
             fresh, found = [], False
-            cubes = list(atoms.cubes(before, 24))
-            # IC3's test on the first three: those whose clause no step from the conjuncts alive
-            # now can break are learned alone (a CTI of their own would be one more level)
-            assumed = [a for _, a, _ in current if a is not True]
-            probed = [c for c in cubes[:PROBES] if atoms.clause(c)[0] not in all_candidates]
-            inductive = [c for c in probed if relatively_inductive(zenc, wf, step, s0, s1, assumed, atoms.clause(c)[1])]
-            d.probed += len(probed)
-            d.inductive_cubes += len(inductive)
-            for cube in inductive or cubes:           # the first three new ones, with their images
+            for cube in atoms.cubes(before, 24):           # the first three new ones, with their images
                 found = True
                 for c in [cube] + atoms.mirrors(cube):
                     name, term = atoms.clause(c)

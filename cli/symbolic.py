@@ -258,8 +258,7 @@ def _prove_discovering(model, names, aux: bool, limit: int, explain: bool = Fals
     rejected = len(d.rejected)
     click.echo(f"lemmas: {d.generated} candidates, {rejected} false in a reachable state, {len(d.dropped)} "
                f"not inductive (z3, {d.rounds} rounds), {len(d.survivors)} inductive"
-               + (f"; {len(d.learned)} clauses learned from counterexamples to induction ({d.inductive_cubes} "
-                  f"of {d.probed} cubes tested were inductive relative to the rest)" if learn else ""))
+               + (f"; {len(d.learned)} clauses learned from counterexamples to induction" if learn else ""))
     if d.verdict == HOLDS:
         click.echo(f"verdict: holds at every depth: the property and {len(d.survivors)} lemmas hold in the "
                    f"initial state and are 1-inductive together ({elapsed:.1f} s: prefilter "

@@ -164,6 +164,7 @@ class Atoms:
                 self.atoms.append(("v", i, int(v)))
         self.rows = np.unique(self._valuate(S), axis=0)          # reachable valuations x atoms
         self.index = {atom: a for a, atom in enumerate(self.atoms)}
+        self.cube_of: dict = {}                                    # clause name -> its cube
 
     def _valuate(self, S: np.ndarray) -> np.ndarray:
         cols = []
@@ -243,26 +244,47 @@ class Atoms:
         return out
 
     def describe(self, a: int, value: bool) -> str:
-        kind, i, j = self.atoms[a]
-        x = self.scalar_names[i]
-        text = f"{x} = {j}" if kind == "v" else f"{x} {kind} {self.scalar_names[j]}"
-        return text if value else f"not ({text})"
+        return _describe(self.scalar_names, self.atoms[a], value)
+
+    def literals(self, name: str) -> List[Literal]:
+        """The literals of the cube of the clause called ``name``, by the scalars' names: what a
+        lemma file stores (``cube_from_literals`` and ``blocking_clause`` rebuild the clause)."""
+        out = []
+        for a, value in self.cube_of[name]:
+            kind, i, j = self.atoms[a]
+            out.append((kind, self.scalar_names[i], j if kind == "v" else self.scalar_names[j], value))
+        return out
 
     def clause(self, cube: Sequence[Tuple[int, bool]]):
-        """The blocking clause: (its name, its term as a function of (encoding, state))."""
-        cache: list = [None, None, None]
-        name = "not (" + " & ".join(self.describe(a, value) for a, value in cube) + ")"
-        return name, (lambda enc, s, cube=tuple(cube): self.term(enc, s, cube, cache))
+        """The blocking clause: (its name, its term as a function of (encoding, state)); its cube
+        is kept by name (``cube_of``)."""
+        name, term = blocking_clause(self.scalar_names, [(self.atoms[a], value) for a, value in cube])
+        self.cube_of[name] = list(cube)
+        return name, term
 
-    def term(self, enc, s, cube: Sequence[Tuple[int, bool]], cache: list):
-        """The clause "not cube" over ``s`` (``cache``: [state, algebra, its scalars], reused)."""
+
+Literal = Tuple[str, str, object, bool]     # (kind, scalar, scalar or value, its value in the cube)
+
+
+def _describe(names: Sequence[str], atom: Tuple[str, int, int], value: bool) -> str:
+    kind, i, j = atom
+    text = f"{names[i]} = {j}" if kind == "v" else f"{names[i]} {kind} {names[j]}"
+    return text if value else f"not ({text})"
+
+
+def blocking_clause(names: Sequence[str], cube: Sequence[Tuple[Tuple[str, int, int], bool]]):
+    """The clause "not cube" over the scalars called ``names`` (``scalars``' order): (its name, its
+    term as a function of (encoding, state)). ``cube``: ((kind, scalar, scalar or value), value)."""
+    cache: list = [None, None, None]         # [state, algebra, its scalars]: every literal reads the same
+    name = "not (" + " & ".join(_describe(names, atom, value) for atom, value in cube) + ")"
+
+    def term(enc, s, cube=tuple(cube)):
         o = enc.o
         if not (cache[0] is s and cache[1] is o):
             cache[:] = [s, o, [t for _, t, _ in scalars(enc, s)]]
         sc = cache[2]
         lits = []
-        for a, value in cube:
-            kind, i, j = self.atoms[a]
+        for (kind, i, j), value in cube:
             x = sc[i]
             if kind == "v":
                 atom = (x if j else o.Not(x)) if _is_bool(x) else x == j
@@ -271,6 +293,24 @@ class Atoms:
                 atom = x < y if kind == "<" else x > y if kind == ">" else x == y
             lits.append(o.Not(atom) if value else atom)
         return o.Or(*lits)
+    return name, term
+
+
+def cube_from_literals(names: Sequence[str], literals: Sequence[Literal]) -> List[Tuple[Tuple[str, int, int], bool]]:
+    """``Atoms.literals`` read back against the scalars called ``names``; KeyError names a scalar
+    this layout lacks, ValueError a malformed literal."""
+    index = {name: i for i, name in enumerate(names)}
+    out = []
+    for kind, x, y, value in literals:
+        if kind not in ("v", "<", ">", "=") or not isinstance(value, bool):
+            raise ValueError(f"not a literal: {[kind, x, y, value]}")
+        if kind == "v":
+            if not isinstance(y, int) or isinstance(y, bool):
+                raise ValueError(f"not a value: {y!r}")
+            out.append(((kind, index[x], y), value))
+        else:
+            out.append(((kind, index[x], index[y]), value))
+    return out
 
 
 def _is_bool(x) -> bool:

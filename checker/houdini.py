@@ -1137,6 +1137,15 @@ class Clauses:
                         out.append(self._lemma(lits))
         return out
 
+    def literals(self, name: str) -> List[Tuple[str, bool]]:
+        """A clause's literals by the atoms' names (what a lemma file stores)."""
+        return [(self.names[i], v) for i, v in self.lits[name]]
+
+    def from_literals(self, literals: Sequence[Tuple[str, bool]]) -> Lemma:
+        """``literals`` read back (KeyError: an atom this layout lacks)."""
+        index = {name: i for i, name in enumerate(self.names)}
+        return self._lemma(tuple((index[name], bool(v)) for name, v in literals))
+
     def weakenings(self, name: str) -> List[Lemma]:
         """The clauses one literal longer than ``name``'s that hold, for a one-literal clause (an
         atom constant in every state seen: a fact the small bounds may only make look constant)."""
@@ -1297,6 +1306,8 @@ class Discovery:
     violated_in: Optional[object] = None  # violated: a reachable state breaking a goal
     seconds: Dict[str, float] = field(default_factory=dict)
     interrupted_in: str = ""
+    clauses: Optional["Clauses"] = None   # the clause family's atoms (a lemma file names their literals)
+    atoms: Optional[Atoms] = None         # the learner's atoms (likewise for blocking clauses)
 
     @property
     def families(self) -> Dict[str, int]:
@@ -1355,12 +1366,12 @@ def _discover(model, d: Discovery, limit, extra, families, say, max_rounds, lear
             d.seconds["prefilter"] = time.monotonic() - t0
             return
     kept, d.rejected = prefilter(cenc, lemmas, states)
-    clauses = Clauses(cenc, states if families is None or "clause" in families else [])
+    clauses = d.clauses = Clauses(cenc, states if families is None or "clause" in families else [])
     strongest = clauses.strongest()
     kept += strongest
     lemmas += strongest
     d.generated += len(strongest)
-    atoms = Atoms(cenc, states) if learn else None
+    atoms = d.atoms = Atoms(cenc, states) if learn else None
     d.seconds["prefilter"] = time.monotonic() - t0
     say(f"prefilter: {len(kept)} of {len(lemmas)} candidates hold in the {len(states)} states bfs reached"
         f"{'' if d.reachable_complete else ' (the first levels only)'} ({d.seconds['prefilter']:.1f} s)")
@@ -1457,6 +1468,73 @@ def _discover(model, d: Discovery, limit, extra, families, say, max_rounds, lear
     d.survivors = [lem for lem in kept if lem.name in alive]
     d.verdict = HOLDS if all(g in alive for g in d.goals) else NOT_INDUCTIVE
     d.interrupted_in = ""
+
+
+def check_lemmas(model, goals: Sequence[str], lemmas: Sequence[Lemma]) -> Discovery:
+    """The proof a lemma file stands for (checker/lemma_file.py), checked from scratch: ``goals``
+    (the model's invariants), EncodingBounds and ``lemmas`` hold in the initial state and are
+    1-inductive together, by one z3 query; no prefilter and no pruning, so the check costs the
+    same whatever found the lemmas. Verdict holds; violated (a goal false in the initial state,
+    ``violated_in``); not k-inductive, with ``rejected`` naming the lemmas false in the initial
+    state or ``cti`` the step z3 found and every conjunct it breaks; interrupted on Ctrl-C.
+
+    >>> from hwcheck.spec import Config, Model
+    >>> model = Model(Config(mode="hw", records=1, crashes=0))
+    >>> d = discover(model, ["NoLogDivergence"])
+    >>> check_lemmas(model, ["NoLogDivergence"], d.survivors).verdict == d.verdict == HOLDS
+    True
+    """
+    d = Discovery(HOLDS, list(dict.fromkeys(goals)) + [BOUNDS], generated=len(lemmas))
+    d.lemmas = {lem.name: lem for lem in lemmas}
+    try:
+        with _CTRL_C:
+            _check_lemmas(model, d, list(lemmas))
+    except (KeyboardInterrupt, Interrupted, ctypes.ArgumentError, z3.Z3Exception) as e:
+        if not _is_ctrl_c(e):
+            raise
+        d.verdict = INTERRUPTED
+    return d
+
+
+def _check_lemmas(model, d: Discovery, lemmas: List[Lemma]) -> None:
+    cenc = Encoding(model, CONCRETE)
+    zenc = symbolic_encoding(model)
+    t0 = time.monotonic()
+    d.interrupted_in = "the base case"
+    names = d.goals + [lem.name for lem in lemmas]
+    for init in model.init_states():
+        v = cenc.of_state(init)
+        broken = [g for g in d.goals if not _holds(cenc, d.lemmas, g, v)]
+        if broken:
+            d.verdict, d.violated_in = VIOLATED, (init, broken)
+            return
+        d.rejected.update({lem.name: init for lem in lemmas if not lem.term(cenc, v)})
+    if d.rejected:
+        d.verdict = NOT_INDUCTIVE
+        return
+    d.interrupted_in = "the z3 query"
+    un = Unrolling(zenc, "h")
+    s0 = un.new_state()
+    step = un.step()
+    s1 = un.states[1]
+    now = [_goal_term(zenc, g, s0, un, 0) for g in d.goals] + [lem.term(zenc, s0) for lem in lemmas]
+    later = [_goal_term(zenc, g, s1, un, 1) for g in d.goals] + [lem.term(zenc, s1) for lem in lemmas]
+    solver = _solver(True)
+    solver.add(zenc.wf(s0), *step)
+    solver.add(*[a for a in now if a is not True])
+    d.rounds = 1
+    answer = _check(solver, Z3.Or(*[Z3.Not(b) for b in later]))
+    d.seconds["z3"] = time.monotonic() - t0
+    d.interrupted_in = ""
+    if answer == z3.unsat:
+        d.survivors = lemmas
+        return
+    zm = solver.model()
+    before, after = zenc.values(zm, s0), zenc.values(zm, s1)
+    label = zenc.instances[zm.eval(un.acts[0], model_completion=True).as_long()]
+    broken = [name for name in names if not _holds(cenc, d.lemmas, name, after)]
+    d.verdict = NOT_INDUCTIVE
+    d.cti = Cti(zenc.to_state(before), label, zenc.to_state(after), broken)
 
 
 @dataclass

@@ -5,14 +5,18 @@ to the group."""
 from __future__ import annotations
 
 import functools
+import json
+from dataclasses import asdict
 import time
+from pathlib import Path
 from typing import List
 
 import click
 
 from hwcheck.checker.bfs import bfs
 from hwcheck.checker.bmc import NOT_INDUCTIVE, EncodingError, bmc, prove as k_induction
-from hwcheck.checker.houdini import FAMILIES, discover, drop_chain
+from hwcheck.checker.houdini import FAMILIES, check_lemmas, discover, drop_chain
+from hwcheck.checker.lemma_file import LemmaFileError, read_back, settings, to_json
 from hwcheck.checker.result import HOLDS, INTERRUPTED, VIOLATED, Trace
 from hwcheck.checker.symbolic import CONCRETE, Encoding, check_covered
 from hwcheck.checker.trace import to_itf
@@ -131,8 +135,14 @@ def _z3_config_errors(fn):
 @click.option("--explain", is_flag=True,
               help="--discover, not proved: follow the broken invariant's drop back through the lemmas "
                    "whose drop let each counterexample in, to the roots no candidate excludes")
+@click.option("--save-lemmas", type=click.Path(path_type=Path), metavar="FILE",
+              help="--discover, proved: write the inductive lemmas to FILE (JSON), for --lemmas")
+@click.option("--lemmas", "lemma_file", type=click.Path(path_type=Path, dir_okay=False), metavar="FILE",
+              help="prove with the lemmas of FILE (written by --save-lemmas at the same settings): "
+                   "one z3 query, no discovery")
+@click.option("--force", is_flag=True, help="--save-lemmas: replace FILE if it exists")
 @_z3_config_errors
-def prove(names, k, aux, discover, reach_limit, learn, explain, **knobs):
+def prove(names, k, aux, discover, reach_limit, learn, explain, save_lemmas, lemma_file, force, **knobs):
     """k-induction with z3: 'holds at every depth', or 'not k-inductive' with the counterexample
     to induction. Exit 0 proved, 1 violated from the initial state, 3 not k-inductive."""
     model = Model(make_config(**knobs))
@@ -141,12 +151,20 @@ def prove(names, k, aux, discover, reach_limit, learn, explain, **knobs):
     if unknown:
         fail(f"unknown invariant {unknown[0]!r}; choose from {', '.join(known)}")
     _covered(model)
+    if lemma_file is not None:
+        if discover or save_lemmas or learn or explain or k != 1:
+            fail("--lemmas checks a saved proof (1-induction): drop --discover, --save-lemmas, --learn, "
+                 "--explain and --k")
+        _prove_with_lemmas(model, list(dict.fromkeys(names)), lemma_file)
     if discover:
         if k != 1:
             fail("--discover proves by 1-induction: leave --k at 1")
-        _prove_discovering(model, list(dict.fromkeys(names)), aux, reach_limit, explain, learn)
-    if explain or learn:
-        fail(f"{'--explain' if explain else '--learn'} goes with --discover: add --discover")
+        if save_lemmas is not None:
+            check_writable(save_lemmas, force)
+        _prove_discovering(model, list(dict.fromkeys(names)), aux, reach_limit, explain, learn, save_lemmas)
+    if explain or learn or save_lemmas:
+        fail(f"{'--explain' if explain else '--learn' if learn else '--save-lemmas'} goes with --discover: "
+             f"add --discover")
     click.echo(f"hwcheck prove: {settings_line(model.cfg)}")
     auxiliary = AUXILIARY if aux else ()
     click.echo(f"property: {' and '.join(list(names) + [n for n, _ in auxiliary] + ['EncodingBounds'])}; k={k}")
@@ -228,7 +246,65 @@ def _drop_chain_lines(model, d, shown_roots: int = 3) -> List[str]:
     return lines
 
 
-def _prove_discovering(model, names, aux: bool, limit: int, explain: bool = False, learn: int = 0) -> None:
+def _cti_lines(model, cti) -> List[str]:
+    """A counterexample to induction: the replay-style table, then both states in full."""
+    lines = ["counterexample to induction:", trace_table(model, Trace([cti.before, cti.after], [cti.label]), cti.broken)]
+    for i, s in enumerate((cti.before, cti.after)):
+        lines.append(f"  state {i}{'' if i == 0 else ' after ' + model.format_label(cti.label)}:")
+        lines.append(state_lines(model, s))
+    return lines
+
+
+def _prove_with_lemmas(model, names, path: Path) -> None:
+    """``prove --lemmas FILE``: the saved lemmas, rebuilt and checked by one z3 query."""
+    try:
+        doc = json.loads(path.read_text())
+        found_under = settings(doc)
+        if found_under != model.cfg:
+            theirs, ours = asdict(found_under), asdict(model.cfg)
+            differ = [knob for knob in theirs if theirs[knob] != ours[knob]]
+            fail(f"{path} was found under {', '.join(f'{knob}={theirs[knob]}' for knob in differ)}; this run has "
+                 f"{', '.join(f'{knob}={ours[knob]}' for knob in differ)}")
+        goals, lemmas = read_back(model, doc)
+    except OSError as e:
+        fail(f"cannot read {path}: {e.strerror}")
+    except (ValueError, LemmaFileError) as e:             # json's errors are ValueErrors
+        fail(f"{path}: {e}")
+    missing = [name for name in names if name not in goals]
+    if missing:
+        fail(f"{path} proves {', '.join(goals)}; not {', '.join(missing)}")
+    click.echo(f"hwcheck prove: {settings_line(model.cfg)}")
+    click.echo(f"property: {' and '.join(goals + ['EncodingBounds'])}; 1-induction strengthened by the "
+               f"{len(lemmas)} lemmas of {path}")
+    click.echo("\n".join(_lemma_lines(lemmas, names=False)))
+    started = time.monotonic()
+    d = check_lemmas(model, goals, lemmas)
+    elapsed = time.monotonic() - started
+    if d.verdict == INTERRUPTED:
+        click.echo(f"interrupted: during {d.interrupted_in} after {elapsed:.1f} s; no verdict (k=1)")
+        raise click.exceptions.Exit(EXIT_INTERRUPTED)
+    if d.verdict == VIOLATED:
+        state, broken = d.violated_in
+        click.echo(f"verdict: violated: {', '.join(broken)} is false in the initial state")
+        click.echo(state_lines(model, state))
+        raise click.exceptions.Exit(EXIT_VIOLATION)
+    if d.verdict == HOLDS:
+        click.echo(f"verdict: holds at every depth: the property and {len(lemmas)} lemmas hold in the initial "
+                   f"state and are 1-inductive together ({elapsed:.1f} s)")
+        raise click.exceptions.Exit(EXIT_HOLDS)
+    if d.rejected:
+        shown = ", ".join(list(d.rejected)[:4]) + (f" and {len(d.rejected) - 4} more" if len(d.rejected) > 4 else "")
+        click.echo(f"verdict: not k-inductive (k=1): no proof: lemmas false in the initial state: {shown}")
+    else:
+        click.echo(f"verdict: not k-inductive (k=1): the lemmas of {path} are not inductive: "
+                   f"{', '.join(d.cti.broken[:4])}{' and more' if len(d.cti.broken) > 4 else ''} break one step "
+                   f"after a state that satisfies them all ({elapsed:.1f} s)")
+        click.echo("\n".join(_cti_lines(model, d.cti)))
+    raise click.exceptions.Exit(EXIT_NOT_INDUCTIVE)
+
+
+def _prove_discovering(model, names, aux: bool, limit: int, explain: bool = False, learn: int = 0,
+                       save_lemmas=None) -> None:
     """``prove --discover``: Houdini (checker/houdini.py), then the verdict, the lemmas used or the
     counterexample to induction with the template families that would exclude it."""
     click.echo(f"hwcheck prove: {settings_line(model.cfg)}")
@@ -265,15 +341,14 @@ def _prove_discovering(model, names, aux: bool, limit: int, explain: bool = Fals
                    f"{d.seconds.get('prefilter', 0):.1f} s, z3 {d.seconds.get('z3', 0):.1f} s)")
         click.echo("lemmas used:")
         click.echo("\n".join(_lemma_lines(d.survivors)))
+        if save_lemmas is not None:
+            save_lemmas.write_text(json.dumps(to_json(model, d), indent=1) + "\n")
+            click.echo(f"lemmas saved to {save_lemmas}: check them again with --lemmas {save_lemmas}")
         raise click.exceptions.Exit(EXIT_HOLDS)
     cti = d.cti
     click.echo(f"verdict: not k-inductive (k=1): {', '.join(cti.broken)} breaks one step after a state that "
                f"satisfies every conjunct assumed at the time; the states need not be reachable")
-    click.echo("counterexample to induction:")
-    click.echo(trace_table(model, Trace([cti.before, cti.after], [cti.label]), cti.broken))
-    for i, s in enumerate((cti.before, cti.after)):
-        click.echo(f"  state {i}{'' if i == 0 else ' after ' + model.format_label(cti.label)}:")
-        click.echo(state_lines(model, s))
+    click.echo("\n".join(_cti_lines(model, cti)))
     if cti.excluded_by:
         click.echo("template families with lemmas that exclude state 0 (true in every state bfs reached, "
                    "dropped by z3 as not inductive: strengthen them):")
@@ -287,4 +362,6 @@ def _prove_discovering(model, names, aux: bool, limit: int, explain: bool = Fals
         click.echo("\n".join(_lemma_lines(d.survivors, names=False)))
     if explain:
         click.echo("\n".join(_drop_chain_lines(model, d)))
+    if save_lemmas is not None:
+        click.echo(f"no proof: nothing saved to {save_lemmas}")
     raise click.exceptions.Exit(EXIT_NOT_INDUCTIVE)

@@ -6,7 +6,8 @@ import pytest
 MODULES = ["hwcheck.spec.config", "hwcheck.spec.state", "hwcheck.spec.log", "hwcheck.spec.model",
            "hwcheck.checker.bfs", "hwcheck.checker.gate", "hwcheck.checker.families", "hwcheck.cli.progress",
            "hwcheck.cli.jsonout", "hwcheck.cli.html", "hwcheck.checker.fpset", "hwcheck.checker.symmetry",
-           "hwcheck.checker.simulate", "hwcheck.checker.shrink", "hwcheck.checker.cubes"]
+           "hwcheck.checker.simulate", "hwcheck.checker.shrink", "hwcheck.checker.cubes",
+           "hwcheck.checker.houdini", "hwcheck.checker.lemma_file"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -139,7 +139,13 @@ def scalars(enc, s) -> List[Tuple[str, object, str]]:
 
 class Atoms:
     """The atoms over ``scalars``, their valuations in the reachable ``states`` (deduplicated),
-    and the cube of a state no reachable state agrees with."""
+    and the cube of a state no reachable state agrees with.
+
+    The valuations are kept bit-packed by atom (``packed[a]``: bit i set when valuation i makes
+    atom a true), so that a cube's greedy choice counts bits: at the default bounds there are
+    thousands of atoms and hundreds of thousands of valuations."""
+
+    CHUNK = 8192                 # states valuated at a time (bounds the memory of one pass)
 
     def __init__(self, cenc, states: Sequence):
         self.cenc = cenc
@@ -162,7 +168,21 @@ class Atoms:
         for i in range(len(first)):
             for v in np.unique(S[:, i]):
                 self.atoms.append(("v", i, int(v)))
-        self.rows = np.unique(self._valuate(S), axis=0)          # reachable valuations x atoms
+        A = len(self.atoms)
+        # the distinct valuations, packed by row (8 atoms a byte), then re-packed by atom
+        rows = np.unique(np.concatenate([np.packbits(self._valuate(S[k:k + self.CHUNK]), axis=1)
+                                         for k in range(0, len(S), self.CHUNK)]), axis=0)
+        self.valuations = len(rows)
+        words = -(-self.valuations // 64)
+        self.packed = np.zeros((A, words * 8), dtype=np.uint8)
+        for b in range(0, rows.shape[1], 64):                 # 512 atoms at a time
+            cols = np.unpackbits(rows[:, b:b + 64], axis=1)[:, :A - 8 * b]
+            self.packed[8 * b:8 * b + cols.shape[1], :-(-self.valuations // 8)] = np.packbits(cols.T, axis=1)
+        self.packed = self.packed.view(np.uint64)              # atoms x words
+        valid = np.zeros(words * 64, dtype=bool)
+        valid[:self.valuations] = True
+        self.valid = np.packbits(valid).view(np.uint64)        # the words' bits that are valuations
+        self.ones = np.bitwise_count(self.packed).sum(axis=1)  # per atom: valuations where it is true
         self.index = {atom: a for a, atom in enumerate(self.atoms)}
         self.cube_of: dict = {}                                    # clause name -> its cube
 
@@ -178,29 +198,40 @@ class Atoms:
         S = np.array([[int(t) for _, t, _ in scalars(self.cenc, v)]], dtype=np.int64)
         return self._valuate(S)[0]
 
+    def _disagree(self, val: np.ndarray, atoms=None, words=slice(None)) -> np.ndarray:
+        """Bit-packed, for each of ``atoms`` (default: all): the valuations (within ``words``)
+        that disagree with ``val`` on it."""
+        packed = self.packed[:, words] if atoms is None else self.packed[atoms][:, words]
+        flip = np.where(val if atoms is None else val[atoms], ~np.uint64(0), np.uint64(0))
+        return (packed ^ flip[:, None]) & self.valid[words]
+
     def cubes(self, v, k: int = 1) -> Iterator[List[Tuple[int, bool]]]:
         """Up to ``k`` distinct cubes of ``v``, lazily: atoms (index, value in ``v``) such that
         every reachable valuation disagrees with ``v`` on one of them, few (greedy, order atoms
         first; the i-th cube starts from the i-th best atom). None at all when a reachable state
         agrees with ``v`` on every atom."""
         val = self.valuation(v)
-        D = self.rows != val                                      # reachable x atoms: disagrees
-        if not D.any(axis=1).all():
-            return
-        weight = np.ones(D.shape[1])
+        weight = np.ones(len(self.atoms))
         weight[self.relational:] = 0.5
-        first = np.argsort(-(D.sum(axis=0) * weight), kind="stable")[:k]
+        disagreeing = np.where(val, self.valuations - self.ones, self.ones)   # per atom
+        first = np.argsort(-(disagreeing * weight), kind="stable")[:k]
         seen = []
         for a0 in first:
             chosen = [int(a0)]
-            left = ~D[:, a0]
-            while left.any():
-                a = int(np.argmax(D[left].sum(axis=0) * weight))
+            left = ~self._disagree(val, [a0])[0] & self.valid          # valuations agreeing on the cube
+            while True:
+                words = np.flatnonzero(left)
+                if not len(words):
+                    break
+                score = np.bitwise_count(self._disagree(val, None, words) & left[words]).sum(axis=1) * weight
+                a = int(np.argmax(score))
+                if score[a] == 0:               # a reachable valuation agrees with v on every atom
+                    return
                 chosen.append(a)
-                left &= ~D[:, a]
+                left &= ~self._disagree(val, [a])[0]
             for a in list(chosen):                                # drop what the others cover
                 rest = [b for b in chosen if b != a]
-                if rest and D[:, rest].any(axis=1).all():
+                if rest and not (np.bitwise_or.reduce(self._disagree(val, rest), axis=0) ^ self.valid).any():
                     chosen = rest
             cube = sorted((a, bool(val[a])) for a in chosen)
             if cube not in seen:
@@ -209,8 +240,10 @@ class Atoms:
 
     def holds(self, cube: Sequence[Tuple[int, bool]]) -> bool:
         """No reachable valuation has every literal of the cube (its clause holds)."""
-        idx = [a for a, _ in cube]
-        return not (self.rows[:, idx] == np.array([v for _, v in cube])).all(axis=1).any()
+        both = self.valid.copy()
+        for a, value in cube:
+            both &= self.packed[a] if value else ~self.packed[a]
+        return not both.any()
 
     def mirrors(self, cube: Sequence[Tuple[int, bool]]) -> List[List[Tuple[int, bool]]]:
         """The cube with the replicas renamed, for every other permutation of them whose

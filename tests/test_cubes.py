@@ -19,7 +19,7 @@ def test_no_reachable_state_has_a_cube_and_an_unreachable_one_does():
     cenc = Encoding(model, CONCRETE)
     states = exact_reachable(model)
     atoms = Atoms(cenc, states)
-    assert len(atoms.rows) == len(states)          # the atoms tell every reachable state apart
+    assert atoms.valuations == len(states)         # the atoms tell every reachable state apart
     for s in states[::50]:
         assert list(atoms.cubes(cenc.of_state(s), 3)) == []
     # a follower whose HW is above its LEO: no reachable state has it

@@ -73,6 +73,25 @@ def read_back(model, doc: dict) -> Tuple[List[str], List[Lemma]]:
     and lookahead lemmas by name, clauses from their literals (each must read back to its name)."""
     if settings(doc) != model.cfg:
         raise LemmaFileError("it was found under other settings")
+    goals, built = _build(model, doc)
+    for lem in built:
+        if isinstance(lem, str):
+            raise LemmaFileError(lem)
+    return goals, built
+
+
+def read_back_what_it_can(model, doc: dict) -> Tuple[List[str], List[Lemma], List[str]]:
+    """(the goals, the lemmas ``model``'s layout can state, the names of the others), whatever
+    the settings the file was found under: the same lemmas in another mode (a sanity check: in a
+    mode where a goal is violated, no subset of them can be a proof)."""
+    goals, built = _build(model, doc)
+    return (goals, [lem for lem in built if not isinstance(lem, str)],
+            [entry["name"] for entry, lem in zip(doc["lemmas"], built) if isinstance(lem, str)])
+
+
+def _build(model, doc: dict) -> Tuple[List[str], list]:
+    """The goals, and per lemma of the file the Lemma or why it cannot be built (a string)."""
+    settings(doc)
     goals, entries = doc.get("goals"), doc.get("lemmas")
     known = [name for name, _ in model.invariants]
     if not isinstance(goals, list) or not goals or any(g not in known for g in goals):
@@ -84,7 +103,7 @@ def read_back(model, doc: dict) -> Tuple[List[str], List[Lemma]]:
     named = {lem.name: lem for lem in candidates(cenc) + lookahead(cenc, goals + [BOUNDS])}
     clauses = Clauses(cenc, [init])
     scalar_names = [name for name, _, _ in scalars(cenc, cenc.of_state(init))]
-    out = []
+    out: list = []
     for entry in entries:
         family, name = entry.get("family"), entry.get("name")
         try:
@@ -96,8 +115,10 @@ def read_back(model, doc: dict) -> Tuple[List[str], List[Lemma]]:
             else:
                 lem = named[name]
         except (KeyError, TypeError, ValueError) as e:
-            raise LemmaFileError(f"lemma {name!r} ({family}): this version cannot build it ({e})") from None
+            out.append(f"lemma {name!r} ({family}): this version cannot build it ({e})")
+            continue
         if lem.name != name or lem.family != family:
-            raise LemmaFileError(f"lemma {name!r} ({family}) reads back as {lem.name!r} ({lem.family})")
-        out.append(lem)
+            out.append(f"lemma {name!r} ({family}) reads back as {lem.name!r} ({lem.family})")
+        else:
+            out.append(lem)
     return goals, out

@@ -58,8 +58,8 @@ def test_the_same_lemmas_prove_nothing_where_data_is_lost():
 
 @pytest.mark.slow
 def test_cli_checks_a_kept_proof():
-    path = ROOT / "proofs" / "hw-records-1-crashes-1-NoCommittedDataLoss.json"
-    r = run_cli("prove", "--mode", "hw", "--records", "1", "--crashes", "1", "--invariant", "NoCommittedDataLoss",
+    path = ROOT / "proofs" / "epoch-records-1-crashes-1-NoLogDivergence.json"
+    r = run_cli("prove", "--mode", "epoch", "--records", "1", "--crashes", "1", "--invariant", "NoLogDivergence",
                 "--lemmas", path)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "verdict: holds at every depth" in r.stdout

@@ -320,7 +320,10 @@ def _prove_discovering(model, names, aux: bool, limit: int, explain: bool = Fals
     d = discover(model, names, limit=limit, families=chosen, progress=progress, learn=learn)
     elapsed = time.monotonic() - started
     if d.verdict == INTERRUPTED:
-        click.echo(f"interrupted: during {d.interrupted_in or 'the setup'} after {elapsed:.1f} s; no verdict (k=1)")
+        covered = (f", in z3 round {d.rounds} ({len(d.dropped)} lemmas dropped, {len(d.learned)} clauses learned "
+                   f"before it)" if d.rounds else "")
+        click.echo(f"interrupted: during {d.interrupted_in or 'the setup'} after {elapsed:.1f} s{covered}; "
+                   f"no verdict (k=1)")
         raise click.exceptions.Exit(EXIT_INTERRUPTED)
     if d.verdict == VIOLATED:
         state, broken = d.violated_in

@@ -185,3 +185,16 @@ def test_ctrl_c_during_discovery_exits_130_in_one_line():
     _no_traceback(out, err)
     last = out.strip().splitlines()[-1]
     assert last.startswith("interrupted: during the prefilter") and last.endswith("no verdict (k=1)"), last
+
+
+@pytest.mark.slow
+def test_ctrl_c_during_the_z3_pruning_says_which_round():
+    from .test_interrupts import _ctrl_c, _no_traceback, _start
+    child = _start("prove", "--mode", "epoch", "--records", "1", "--crashes", "1", "--invariant", "NoLogDivergence",
+                   "--discover")
+    code, out, err = _ctrl_c(child, child.stdout, until=lambda line: line.startswith("  round 10:"), after=0.5)
+    assert code == 130, out + err
+    _no_traceback(out, err)
+    last = out.strip().splitlines()[-1]
+    assert last.startswith("interrupted: during the z3 pruning after") and "in z3 round 1" in last, last
+    assert last.endswith("clauses learned before it); no verdict (k=1)"), last

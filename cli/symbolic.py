@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import functools
 import json
-from dataclasses import asdict
 import time
+from dataclasses import asdict
 from pathlib import Path
 from typing import List
 

@@ -133,6 +133,8 @@ def scalars(enc, s) -> List[Tuple[str, object, str]]:
         add(f"record {rec} acknowledged at", off, OFFSET)
     for j, rec in enumerate(h.exposed):
         add(f"exposed record at {j}", rec, VALUE, j < h.xlen)
+    for j, epoch in enumerate(h.xepoch):      # the history variable, when the model keeps it
+        add(f"exposed epoch at {j}", epoch, EPOCH, j < h.xlen)
     add("crashes", h.crashes, VALUE)
     return out
 

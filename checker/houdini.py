@@ -904,6 +904,61 @@ def _history_templates(n: int, L: int, cached: bool) -> List[Lemma]:
     return out
 
 
+def _exposed_epoch_templates(n: int, L: int) -> List[Lemma]:
+    """Over the history variable ``exposed_epoch`` (Model(cfg, exposed_epochs=True)): when each
+    offset was exposed, by the leader of which epoch. Leader completeness in Kafka's form: a leader
+    holds every record exposed up to its epoch (the ISR that elected it held them, and a leader
+    never truncates), while a zombie may lack what was exposed after it left office."""
+    def exposed(o, s, j, pred):
+        h = s.hist
+        return _imp(o, j < h.xlen, pred(h.exposed[j], h.xepoch[j]))
+
+    def holds(o, rep, j, record):
+        return o.And(j < rep.leo, rep.log[j][0] == record)
+    epochs = {
+        "leader, up to its epoch": (lambda o, s, r: _leads(o, s.reps[r]), lambda o, s, r: s.reps[r].lepoch, False),
+        "leader, before its epoch": (lambda o, s, r: _leads(o, s.reps[r]), lambda o, s, r: s.reps[r].lepoch, True),
+        "named, up to the controller's epoch": (lambda o, s, r: s.ctl.leader == r, lambda o, s, r: s.ctl.epoch, False),
+        "named, before the controller's epoch": (lambda o, s, r: s.ctl.leader == r, lambda o, s, r: s.ctl.epoch, True),
+        "controller's ISR, before the controller's epoch": (lambda o, s, r: s.ctl.isr[r],
+                                                            lambda o, s, r: s.ctl.epoch, True),
+    }
+    out = []
+    for r in range(n):
+        for g, (guard, epoch, strict) in epochs.items():
+            def held(enc, s, r=r, guard=guard, epoch=epoch, strict=strict):
+                o, rep = enc.o, s.reps[r]
+                e = epoch(o, s, r)
+                return _imp(o, guard(o, s, r), o.And(*[exposed(o, s, j, lambda x, xe: _imp(
+                    o, xe < e if strict else xe <= e, holds(o, rep, j, x))) for j in range(L)]))
+            out.append(Lemma(f"ExposedHeldByEpoch[r{r}, {g}]", "history", held))
+
+        def own_below_hw(enc, s, r=r):
+            """What a leader exposed in its epoch is below its HW (a leader's HW never falls)."""
+            o, rep = enc.o, s.reps[r]
+            return _imp(o, _leads(o, rep), o.And(*[exposed(o, s, j, lambda x, xe: _imp(o, xe == rep.lepoch, j < rep.hw))
+                                                  for j in range(L)]))
+        out.append(Lemma(f"ExposedInItsEpochBelowHw[r{r}]", "history", own_below_hw))
+
+        def entry_not_newer(enc, s, r=r):
+            """A copy of an exposed record carries an epoch no newer than the one that exposed it."""
+            o, rep = enc.o, s.reps[r]
+            return o.And(*[exposed(o, s, j, lambda x, xe: _imp(o, holds(o, rep, j, x), rep.log[j][1] <= xe))
+                           for j in range(L)])
+        out.append(Lemma(f"ExposedEntryNotNewer[r{r}]", "history", entry_not_newer))
+
+    def ordered(enc, s):
+        o, h = enc.o, s.hist
+        return o.And(*[_imp(o, j + 1 < h.xlen, h.xepoch[j] <= h.xepoch[j + 1]) for j in range(L - 1)])
+    out.append(Lemma("ExposedEpochsOrdered", "history", ordered))
+
+    def within_controller(enc, s):
+        o, h = enc.o, s.hist
+        return o.And(*[_imp(o, j < h.xlen, h.xepoch[j] <= s.ctl.epoch) for j in range(L)])
+    out.append(Lemma("ExposedEpochWithinController", "history", within_controller))
+    return out
+
+
 def _scalar_templates(n: int) -> List[Lemma]:
     terms: List[Tuple[str, Callable]] = []
     for r in range(n):
@@ -1226,6 +1281,7 @@ def candidates(enc: Encoding, families: Optional[Sequence[str]] = None) -> List[
            + _agreement_templates(n, L, enc.assign_rule is not None, enc.mode.truncate_on_fetch)
            + (_epoch_answer_templates(n, L, enc.mode.truncate_on_fetch) if enc.assign_rule is not None else [])
            + _isr_templates(n) + _history_templates(n, L, enc.assign_rule is not None)
+           + (_exposed_epoch_templates(n, L) if enc.tracks_exposed_epoch else [])
            + _scalar_templates(n) + _implication_templates(n)
            + hand_written())
     if families is not None:

@@ -280,6 +280,7 @@ class SHist(NamedTuple):
     xlen: object
     crashes: object
     pfails: object
+    xepoch: tuple = ()  # History.exposed_epoch (Model(cfg, exposed_epochs=True)): L slots, 0 at or past xlen
 
 
 class SState(NamedTuple):
@@ -350,6 +351,7 @@ class Encoding:
         self.n, self.L = cfg.replicas, cfg.records
         self.C = min(cfg.max_epoch, cfg.records) + 1
         self.tracks_flushed = cfg.power_failures > 0     # flushed points exist only with power failures
+        self.tracks_exposed_epoch = model.rules.exposed_epochs
         # truncation on fetch (2.8+): Fetch and FetchResponse carry two more fields, no follower
         # ever truncates by OffsetsForLeaderEpoch (truncating stays FETCHING)
         self.tof = mode.truncate_on_fetch
@@ -407,7 +409,8 @@ class Encoding:
                       for f in range(n))
         hist = SHist(I(f"{p}h_produced"), tuple(I(f"{p}h_acked{j}") for j in range(L)),
                      tuple(I(f"{p}h_exposed{j}") for j in range(L)), I(f"{p}h_xlen"), I(f"{p}h_crashes"),
-                     I(f"{p}h_pfails"))
+                     I(f"{p}h_pfails"),
+                     tuple(I(f"{p}h_xepoch{j}") for j in range(L)) if self.tracks_exposed_epoch else ())
         return SState(reps, ctl, msgs, stale, hist)
 
     def of_state(self, s) -> SState:
@@ -448,7 +451,8 @@ class Encoding:
         if len(h.exposed) > L:
             raise ValueError("state does not fit the encoding's bounds")
         hist = SHist(h.produced, tuple(h.acked), tuple(h.exposed) + (0,) * (L - len(h.exposed)), len(h.exposed),
-                     h.crashes, h.power_failures)
+                     h.crashes, h.power_failures,
+                     tuple(h.exposed_epoch) + (0,) * (L - len(h.exposed)) if self.tracks_exposed_epoch else ())
         c = s.controller
         ctl = SCtl(c.leader, c.epoch, bits(c.isr), bits(c.live), tuple(c.broker_epochs),
                    bits(c.elr) if mode.elr else (), bits(c.last_known_elr) if mode.elr else ())
@@ -481,7 +485,8 @@ class Encoding:
         h, c = v.hist, v.ctl
         ctl = Controller(c.leader, c.epoch, mask(c.isr), mask(c.live), tuple(c.bepochs), mask(c.elr), mask(c.lke))
         return State(tuple(reps), ctl, tuple(inflight), stale,
-                     History(h.produced, tuple(h.acked), tuple(h.exposed[:h.xlen]), h.crashes, h.pfails))
+                     History(h.produced, tuple(h.acked), tuple(h.exposed[:h.xlen]), h.crashes, h.pfails,
+                             exposed_epoch=tuple(h.xepoch[:h.xlen])))
 
     def values(self, zmodel, s: SState) -> SState:
         """The concrete terms of a z3 model at the symbolic state ``s``."""
@@ -592,7 +597,8 @@ class Encoding:
         o, L, cfg, rng = self.o, self.L, self.cfg, self._rng
         return o.And(rng(h.produced, 0, L), rng(h.xlen, 0, L), rng(h.crashes, 0, cfg.crashes),
                      rng(h.pfails, 0, cfg.power_failures), *[rng(a, UNDEF, L - 1) for a in h.acked],
-                     *[o.If(j < h.xlen, rng(x, 0, L - 1), x == 0) for j, x in enumerate(h.exposed)])
+                     *[o.If(j < h.xlen, rng(x, 0, L - 1), x == 0) for j, x in enumerate(h.exposed)],
+                     *[o.If(j < h.xlen, rng(x, 0, cfg.max_epoch), x == 0) for j, x in enumerate(h.xepoch)])
 
     def init(self, s: SState):
         return equal(self.o, s, self.of_state(self.model.init_states()[0]))
@@ -760,6 +766,7 @@ class Encoding:
                 low = o.If(rep.isr[f], tmin(o, low, rep.remote[f]), low)
         h = s.hist
         exposed = tuple(o.If(o.And(j >= h.xlen, j < low), rep.log[j][0], x) for j, x in enumerate(h.exposed))
+        xepoch = tuple(o.If(o.And(j >= h.xlen, j < low), rep.lepoch, x) for j, x in enumerate(h.xepoch))
         xlen = o.If(low > h.xlen, low, h.xlen)
         acked = h.acked
         if cfg.acks == "all":
@@ -773,7 +780,7 @@ class Encoding:
                 new.append(o.If(o.And(enough, old == UNDEF, at != UNDEF), at, old))
             acked = tuple(new)
         moved = self._set(s, l, rep._replace(hw=low))._replace(hist=h._replace(exposed=exposed, xlen=xlen,
-                                                                               acked=acked))
+                                                                               acked=acked, xepoch=xepoch))
         stays = low <= rep.hw
         if self.mode.strict_min_isr:      # actions.advance_hw, KAFKA-15583
             stays = o.Or(o.Sum(rep.isr) < cfg.min_isr, stays)

@@ -145,7 +145,8 @@ def _z3_config_errors(fn):
 def prove(names, k, aux, discover, reach_limit, learn, explain, save_lemmas, lemma_file, force, **knobs):
     """k-induction with z3: 'holds at every depth', or 'not k-inductive' with the counterexample
     to induction. Exit 0 proved, 1 violated from the initial state, 3 not k-inductive."""
-    model = Model(make_config(**knobs))
+    # with the history variable that dates each exposed offset (spec/model.py): lemmas may read it
+    model = Model(make_config(**knobs), exposed_epochs=True)
     known = [name for name, _ in model.invariants]
     unknown = [name for name in names if name not in known]
     if unknown:

@@ -24,6 +24,7 @@ class Rules(NamedTuple):
     cfg: Config
     mode: Mode
     n: int
+    exposed_epochs: bool = False    # keep History.exposed_epoch (proofs only)
 
 
 # ---------------------------------------------------------------- small state updates
@@ -120,6 +121,9 @@ def advance_hw(s: State, l: int, rules: Rules) -> State:
         return s
     h = s.history
     exposed = h.exposed + tuple(rep.log[o][0] for o in range(len(h.exposed), low))
+    exposed_epoch = h.exposed_epoch
+    if rules.exposed_epochs:
+        exposed_epoch += (rep.leader_epoch,) * (len(exposed) - len(h.exposed))
     acked = h.acked
     if rules.cfg.acks == "all" and _size(rep.isr) >= rules.cfg.min_isr:
         acked = list(acked)
@@ -129,7 +133,7 @@ def advance_hw(s: State, l: int, rules: Rules) -> State:
                 acked[record] = o
         acked = tuple(acked)
     s = _set(s, l, rep._replace(hw=low))
-    return s._replace(history=h._replace(exposed=exposed, acked=acked))
+    return s._replace(history=h._replace(exposed=exposed, acked=acked, exposed_epoch=exposed_epoch))
 
 
 # ---------------------------------------------------------------- client and replication

@@ -32,12 +32,17 @@ class Model:
     - ``invariants``: ``(name, predicate)`` pairs;
     - ``step(state, label)``: the successor by label, or None (replay);
     - ``to_json(state)``: the stable canonical encoding (ITF state variables).
+
+    ``exposed_epochs=True`` (``hwcheck prove``) also keeps a history variable, the leader epoch
+    that exposed each offset (``History.exposed_epoch``): the protocol never reads it and ITF
+    leaves it out, so traces and their replay are the same, but states that differ only in it are
+    distinct (284,603 states at the defaults become 320,578).
     """
 
-    def __init__(self, cfg: Config):
+    def __init__(self, cfg: Config, exposed_epochs: bool = False):
         self.cfg = cfg
         mode: Mode = MODES[cfg.mode]
-        self.rules = Rules(cfg, mode, cfg.replicas)
+        self.rules = Rules(cfg, mode, cfg.replicas, exposed_epochs)
         n = cfg.replicas
         replaced = dict(mode.actions)
         actions = []
@@ -104,7 +109,7 @@ class Model:
         h = s.history
         return Model(replace(self.cfg, records=max(1, h.produced), crashes=h.crashes,
                              power_failures=h.power_failures, disk_losses=h.disk_losses,
-                             max_epoch=s.controller.epoch))
+                             max_epoch=s.controller.epoch), self.rules.exposed_epochs)
 
     # ------------------------------------------------------------ labels
     @staticmethod

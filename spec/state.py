@@ -80,6 +80,10 @@ class History(NamedTuple):
     crashes: int                 # crashes used
     power_failures: int          # power failures used
     disk_losses: int = 0         # disk losses used
+    # proofs only (Model(cfg, exposed_epochs=True)): per exposed offset, the leader epoch of the
+    # leader whose HW rise exposed it; a history variable (Abadi-Lamport) that lets a lemma say
+    # "a leader holds what was exposed up to its epoch", which the state alone cannot date
+    exposed_epoch: Tuple[int, ...] = ()
 
 
 class State(NamedTuple):

@@ -494,3 +494,22 @@ def test_bmc_finds_the_hw_before_truncation_divergence_in_as_many_steps_as_bfs()
     HW of a diverging response before it truncates (KAFKA-14704). (kafka10554-kafka-13141, 11 steps,
     takes about 190 s.)"""
     _bmc_matches_bfs(Config(mode="kafka13141"), ["NoLogDivergence"])
+
+
+def test_the_exposed_epoch_history_variable_adds_no_behaviour_and_is_encoded_as_the_spec_keeps_it():
+    """Model(cfg, exposed_epochs=True) (hwcheck prove) dates each exposed offset by the epoch of the
+    leader that exposed it. A history variable: with it dropped, the reachable states are exactly
+    the plain model's (epoch, 2 records, 1 crash: 11,080); the encoding keeps it as the spec does
+    (successors, z3's models of the step) on states that hold it."""
+    cfg = Config(mode="epoch", crashes=1)
+    plain, dated = Model(cfg), Model(cfg, exposed_epochs=True)
+    states = exact_reachable(dated)
+    undated = {s._replace(history=s.history._replace(exposed_epoch=())) for s in states}
+    assert undated == set(exact_reachable(plain)) and len(undated) == 11_080 < len(states)
+    assert all(len(s.history.exposed_epoch) == len(s.history.exposed) for s in states)
+    later = [s for s in states if any(e > 0 for e in s.history.exposed_epoch)]
+    picked = random.Random(2).sample(later, 200)
+    enc = Encoding(dated, CONCRETE)
+    for s in picked:
+        assert_agrees(enc, dated, s, bounds=True)
+    assert _z3_successors_agree([(dated, s) for s in picked[:15]]) == 15

@@ -28,6 +28,7 @@ True
 from __future__ import annotations
 
 import ctypes
+import functools
 import itertools
 import time
 from dataclasses import dataclass, field
@@ -69,7 +70,8 @@ FAMILIES: Dict[str, str] = {
               "view, messages in flight, how replicas' epochs, LEOs and HWs compare) true in every "
               "state the prefilter saw",
     "history": "acknowledged and exposed records are held by ISR members, KIP-966's eligible replicas, "
-               "leaders at the controller's epoch, the newest leader, and lie below the exposed length",
+               "leaders at the controller's epoch, the newest leader, and lie below the exposed length; "
+               "a leader holds every record exposed up to its epoch (by the epoch that exposed it)",
     "scalar-order": "orderings between offsets and epochs (HW, LEO, leader epochs, controller "
                     "epoch, produced, exposed length)",
     "implication": "implications between the boolean facts of one replica (alive, role, controller "
@@ -1061,6 +1063,22 @@ def _implication_templates(n: int) -> List[Lemma]:
             return _imp(o, m.kind != NO_MSG, o.Or(m.a <= rep.lepoch, rep.lepoch == UNDEF))
         out.append(Lemma(f"r{r}: its stale fetch carries an epoch at most its own unless it stopped since",
                          "implication", stale_epoch_unless_restarted))
+
+        def broker_epoch_registered(enc, s, r=r, exact=False):
+            """KIP-903: a Fetch carries the broker epoch of its sender's registration; the controller
+            counts registrations, so no Fetch (sent, or abandoned and still in flight) nor a leader's
+            record of it names a later one."""
+            o, m, st, c = enc.o, s.msgs[r], s.stale[r], s.ctl
+            if not c.bepochs:
+                return True
+            rel = (lambda x: x == c.bepochs[r]) if exact else (lambda x: x <= c.bepochs[r])
+            return o.And(_imp(o, m.kind == FETCH, rel(m.d)), _imp(o, st.kind != NO_MSG, st.d <= c.bepochs[r]),
+                         *[_imp(o, o.And(_leads(o, x), x.rbe[r] != UNDEF), x.rbe[r] <= c.bepochs[r])
+                           for x in s.reps if x.rbe])
+        out.append(Lemma(f"r{r}: its Fetches name a broker epoch the controller registered", "implication",
+                         broker_epoch_registered))
+        out.append(Lemma(f"r{r}: its Fetch in flight names its current broker epoch", "implication",
+                         functools.partial(broker_epoch_registered, exact=True)))
     for l in range(n):
         for f in range(n):
             if f == l:

@@ -98,7 +98,9 @@ def state_lines(model, s) -> str:
     lines.append(f"    stale: {messages_cell(model, s, 'stale')}")
     h = s.history
     acked = ",".join(f"{rec}@{off}" for rec, off in enumerate(h.acked) if off != UNDEFINED) or "·"
-    lines.append(f"    history: produced={h.produced} acked={acked} exposed={list(h.exposed)} "
+    # exposed_epoch: the epoch of the leader that exposed each offset (prove's history variable)
+    dated = f" exposed_epoch={list(h.exposed_epoch)}" if h.exposed_epoch else ""
+    lines.append(f"    history: produced={h.produced} acked={acked} exposed={list(h.exposed)}{dated} "
                  f"crashes={h.crashes} power_failures={h.power_failures}")
     return "\n".join(lines)
 

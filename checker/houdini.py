@@ -28,7 +28,6 @@ True
 from __future__ import annotations
 
 import ctypes
-import functools
 import itertools
 import time
 from dataclasses import dataclass, field
@@ -37,6 +36,7 @@ from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 import numpy as np
 import z3
 
+from hwcheck.spec import Model
 from hwcheck.spec.auxiliary import AUXILIARY, CANDIDATES
 
 from .cubes import Atoms
@@ -124,6 +124,11 @@ def _took_office_named(enc, s, r):
     if not s.reps[r].cache:
         return False
     return enc.o.And(s.ctl.leader == r, enc.latest_epoch(s.reps[r]) == s.ctl.epoch)
+
+
+def _holds_at(o, rep, j, record):
+    """rep's log holds ``record`` at offset j."""
+    return o.And(j < rep.leo, rep.log[j][0] == record)
 
 
 def _leads(o, rep):
@@ -530,7 +535,7 @@ def _epoch_answer_templates(n: int, L: int, on_fetch: bool) -> List[Lemma]:
             o, m, rep, h = enc.o, s.msgs[f], s.reps[f], s.hist
             epoch, end = said(m)
             offset, _ = enc.follower_truncation(again(rep), epoch, end)
-            held = o.And(*[_imp(o, j < h.xlen, o.And(j < rep.leo, rep.log[j][0] == h.exposed[j]))
+            held = o.And(*[_imp(o, j < h.xlen, _holds_at(o, rep, j, h.exposed[j]))
                            for j in range(L)])
             return _imp(o, o.And(m.kind == answer, epoch != UNDEF, held), offset >= h.xlen)
         out.append(Lemma(f"EpochAnswerKeepsExposed[resp(r{f})]", "epoch-answer", keeps_exposed))
@@ -864,7 +869,7 @@ def _history_templates(n: int, L: int, cached: bool) -> List[Lemma]:
 
             def exposed_held(enc, s, r=r, guard=guard):
                 o, rep, h = enc.o, s.reps[r], s.hist
-                return _imp(o, guard(o, s, r), o.And(*[_imp(o, j < h.xlen, o.And(j < rep.leo, rep.log[j][0] == h.exposed[j]))
+                return _imp(o, guard(o, s, r), o.And(*[_imp(o, j < h.xlen, _holds_at(o, rep, j, h.exposed[j]))
                                                        for j in range(L)]))
             out.append(Lemma(f"ExposedHeld[r{r},{g}]", "history", exposed_held))
 
@@ -894,7 +899,7 @@ def _history_templates(n: int, L: int, cached: bool) -> List[Lemma]:
         """Some replica still holds each record consumers saw, even when no replica is eligible
         (an empty ISR and ELR): a crash keeps the log, and only a leader's answer truncates it."""
         o, h = enc.o, s.hist
-        return o.And(*[_imp(o, j < h.xlen, o.Or(*[o.And(j < rep.leo, rep.log[j][0] == h.exposed[j]) for rep in s.reps]))
+        return o.And(*[_imp(o, j < h.xlen, o.Or(*[_holds_at(o, rep, j, h.exposed[j]) for rep in s.reps]))
                        for j in range(L)])
     out.append(Lemma("ExposedHeldSomewhere", "history", exposed_somewhere))
 
@@ -914,9 +919,6 @@ def _exposed_epoch_templates(n: int, L: int) -> List[Lemma]:
     def exposed(o, s, j, pred):
         h = s.hist
         return _imp(o, j < h.xlen, pred(h.exposed[j], h.xepoch[j]))
-
-    def holds(o, rep, j, record):
-        return o.And(j < rep.leo, rep.log[j][0] == record)
     epochs = {
         "leader, up to its epoch": (lambda o, s, r: _leads(o, s.reps[r]), lambda o, s, r: s.reps[r].lepoch, False),
         "leader, before its epoch": (lambda o, s, r: _leads(o, s.reps[r]), lambda o, s, r: s.reps[r].lepoch, True),
@@ -932,7 +934,7 @@ def _exposed_epoch_templates(n: int, L: int) -> List[Lemma]:
                 o, rep = enc.o, s.reps[r]
                 e = epoch(o, s, r)
                 return _imp(o, guard(o, s, r), o.And(*[exposed(o, s, j, lambda x, xe: _imp(
-                    o, xe < e if strict else xe <= e, holds(o, rep, j, x))) for j in range(L)]))
+                    o, xe < e if strict else xe <= e, _holds_at(o, rep, j, x))) for j in range(L)]))
             out.append(Lemma(f"ExposedHeldByEpoch[r{r}, {g}]", "history", held))
 
         def own_below_hw(enc, s, r=r):
@@ -945,7 +947,7 @@ def _exposed_epoch_templates(n: int, L: int) -> List[Lemma]:
         def entry_not_newer(enc, s, r=r):
             """A copy of an exposed record carries an epoch no newer than the one that exposed it."""
             o, rep = enc.o, s.reps[r]
-            return o.And(*[exposed(o, s, j, lambda x, xe: _imp(o, holds(o, rep, j, x), rep.log[j][1] <= xe))
+            return o.And(*[exposed(o, s, j, lambda x, xe: _imp(o, _holds_at(o, rep, j, x), rep.log[j][1] <= xe))
                            for j in range(L)])
         out.append(Lemma(f"ExposedEntryNotNewer[r{r}]", "history", entry_not_newer))
 
@@ -958,6 +960,24 @@ def _exposed_epoch_templates(n: int, L: int) -> List[Lemma]:
         o, h = enc.o, s.hist
         return o.And(*[_imp(o, j < h.xlen, h.xepoch[j] <= s.ctl.epoch) for j in range(L)])
     out.append(Lemma("ExposedEpochWithinController", "history", within_controller))
+    return out
+
+
+def _broker_epoch_templates(n: int) -> List[Lemma]:
+    """KIP-903 (modes with broker epochs): a Fetch carries the broker epoch of its sender's
+    registration and the controller counts registrations, so no Fetch (sent, or abandoned and still
+    in flight) nor a leader's record of it names a later one; the Fetch in flight names the latest."""
+    def registered(enc, s, r, in_flight):
+        o, m, st, c = enc.o, s.msgs[r], s.stale[r], s.ctl
+        return o.And(_imp(o, m.kind == FETCH, in_flight(m.d, c.bepochs[r])),
+                     _imp(o, st.kind != NO_MSG, st.d <= c.bepochs[r]),
+                     *[_imp(o, o.And(_leads(o, x), x.rbe[r] != UNDEF), x.rbe[r] <= c.bepochs[r]) for x in s.reps])
+    out = []
+    for r in range(n):
+        for what, in_flight in (("its Fetches name a broker epoch the controller registered", lambda d, e: d <= e),
+                                ("its Fetch in flight names its current broker epoch", lambda d, e: d == e)):
+            out.append(Lemma(f"r{r}: {what}", "implication",
+                             lambda enc, s, r=r, in_flight=in_flight: registered(enc, s, r, in_flight)))
     return out
 
 
@@ -1063,22 +1083,6 @@ def _implication_templates(n: int) -> List[Lemma]:
             return _imp(o, m.kind != NO_MSG, o.Or(m.a <= rep.lepoch, rep.lepoch == UNDEF))
         out.append(Lemma(f"r{r}: its stale fetch carries an epoch at most its own unless it stopped since",
                          "implication", stale_epoch_unless_restarted))
-
-        def broker_epoch_registered(enc, s, r=r, exact=False):
-            """KIP-903: a Fetch carries the broker epoch of its sender's registration; the controller
-            counts registrations, so no Fetch (sent, or abandoned and still in flight) nor a leader's
-            record of it names a later one."""
-            o, m, st, c = enc.o, s.msgs[r], s.stale[r], s.ctl
-            if not c.bepochs:
-                return True
-            rel = (lambda x: x == c.bepochs[r]) if exact else (lambda x: x <= c.bepochs[r])
-            return o.And(_imp(o, m.kind == FETCH, rel(m.d)), _imp(o, st.kind != NO_MSG, st.d <= c.bepochs[r]),
-                         *[_imp(o, o.And(_leads(o, x), x.rbe[r] != UNDEF), x.rbe[r] <= c.bepochs[r])
-                           for x in s.reps if x.rbe])
-        out.append(Lemma(f"r{r}: its Fetches name a broker epoch the controller registered", "implication",
-                         broker_epoch_registered))
-        out.append(Lemma(f"r{r}: its Fetch in flight names its current broker epoch", "implication",
-                         functools.partial(broker_epoch_registered, exact=True)))
     for l in range(n):
         for f in range(n):
             if f == l:
@@ -1291,6 +1295,12 @@ def hand_written() -> List[Lemma]:
             for name, _ in AUXILIARY + CANDIDATES]
 
 
+def proof_model(cfg) -> Model:
+    """The model ``hwcheck prove`` checks: the spec with the history variable ``exposed_epoch``
+    (spec/model.py), which the templates of ``_exposed_epoch_templates`` read."""
+    return Model(cfg, exposed_epochs=True)
+
+
 def candidates(enc: Encoding, families: Optional[Sequence[str]] = None) -> List[Lemma]:
     """Every template instance for the layout of ``enc`` (optionally only some families), then the
     hand-written lemmas; names are unique."""
@@ -1301,6 +1311,7 @@ def candidates(enc: Encoding, families: Optional[Sequence[str]] = None) -> List[
            + _isr_templates(n) + _history_templates(n, L, enc.assign_rule is not None)
            + (_exposed_epoch_templates(n, L) if enc.tracks_exposed_epoch else [])
            + _scalar_templates(n) + _implication_templates(n)
+           + (_broker_epoch_templates(n) if enc.mode.broker_epochs else [])
            + hand_written())
     if families is not None:
         out = [lem for lem in out if lem.family in families]

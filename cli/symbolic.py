@@ -15,12 +15,12 @@ import click
 
 from hwcheck.checker.bfs import bfs
 from hwcheck.checker.bmc import NOT_INDUCTIVE, EncodingError, bmc, prove as k_induction
-from hwcheck.checker.houdini import FAMILIES, check_lemmas, discover, drop_chain
+from hwcheck.checker.houdini import FAMILIES, check_lemmas, discover, drop_chain, proof_model
 from hwcheck.checker.lemma_file import LemmaFileError, read_back, settings, to_json
 from hwcheck.checker.result import HOLDS, INTERRUPTED, VIOLATED, Trace
 from hwcheck.checker.symbolic import CONCRETE, Encoding, check_covered
 from hwcheck.checker.trace import to_itf
-from hwcheck.spec import ConfigError, Model
+from hwcheck.spec import ConfigError
 from hwcheck.spec.auxiliary import AUXILIARY
 from hwcheck.spec.state import UNDEFINED, members, replica_name
 
@@ -147,8 +147,7 @@ def _z3_config_errors(fn):
 def prove(names, k, aux, discover, reach_limit, learn, explain, save_lemmas, lemma_file, force, **knobs):
     """k-induction with z3: 'holds at every depth', or 'not k-inductive' with the counterexample
     to induction. Exit 0 proved, 1 violated from the initial state, 3 not k-inductive."""
-    # with the history variable that dates each exposed offset (spec/model.py): lemmas may read it
-    model = Model(make_config(**knobs), exposed_epochs=True)
+    model = proof_model(make_config(**knobs))
     known = [name for name, _ in model.invariants]
     unknown = [name for name in names if name not in known]
     if unknown:

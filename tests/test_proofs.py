@@ -8,9 +8,8 @@ from pathlib import Path
 import pytest
 
 from hwcheck.checker.bfs import bfs
-from hwcheck.checker.houdini import HOLDS, check_lemmas
+from hwcheck.checker.houdini import HOLDS, check_lemmas, proof_model
 from hwcheck.checker.lemma_file import read_back, read_back_what_it_can, settings
-from hwcheck.spec import Model
 
 from .conftest import run_cli
 
@@ -20,8 +19,7 @@ PROOFS = sorted((ROOT / "proofs").glob("*.json"))
 
 def _load(path):
     doc = json.loads(path.read_text())
-    model = Model(settings(doc), exposed_epochs=True)       # as `hwcheck prove` builds it
-    return doc, model
+    return doc, proof_model(settings(doc))
 
 
 def test_there_are_proofs_and_the_readme_lists_each():
@@ -52,7 +50,7 @@ def test_the_same_lemmas_prove_nothing_where_data_is_lost(name, where):
     have nothing to say in hw and are left out."""
     doc, _ = _load(ROOT / "proofs" / f"{name}.json")
     doc = dict(doc, config=dict(doc["config"], **where))
-    model = Model(settings(doc), exposed_epochs=True)
+    model = proof_model(settings(doc))
     assert bfs(model, only=["NoCommittedDataLoss"]).violations
     goals, lemmas, left_out = read_back_what_it_can(model, doc)
     assert goals == ["NoCommittedDataLoss"] and len(lemmas) > len(left_out)

@@ -133,8 +133,14 @@ def scalars(enc, s) -> List[Tuple[str, object, str]]:
         add(f"record {rec} acknowledged at", off, OFFSET)
     for j, rec in enumerate(h.exposed):
         add(f"exposed record at {j}", rec, VALUE, j < h.xlen)
-    for j, epoch in enumerate(h.xepoch):      # the history variable, when the model keeps it
+    # the history variables, when the model keeps them
+    for j, epoch in enumerate(h.xepoch):
         add(f"exposed epoch at {j}", epoch, EPOCH, j < h.xlen)
+    for e, leader in enumerate(h.eleader):
+        add(f"epoch {e}'s leader", leader, REPLICA)
+    for r, (rec, epoch) in enumerate(h.sentry):
+        add(f"r{r}'s stale Fetch entry record", rec, VALUE, s.stale[r].kind != NO_MSG)
+        add(f"r{r}'s stale Fetch entry epoch", epoch, EPOCH, s.stale[r].kind != NO_MSG)
     add("crashes", h.crashes, VALUE)
     return out
 

@@ -43,7 +43,7 @@ from .cubes import Atoms
 from .bmc import BOUNDS, _CTRL_C, Interrupted, Unrolling, _check, _is_ctrl_c, _solver, symbolic_encoding
 from .result import HOLDS, INTERRUPTED, VIOLATED
 from .symbolic import (CONCRETE, EPOCH_REQUEST, EPOCH_RESPONSE, FETCH, FETCH_RESPONSE, FETCHING, FOLLOWER, LEADER, NO_MSG,
-                       NONE, TRUNCATING_AGAIN, UNDEF, Encoding, Z3, latest_cached_epoch)
+                       NONE, PREFERRED, TRUNCATING_AGAIN, UNDEF, Encoding, Z3, latest_cached_epoch)
 
 NOT_INDUCTIVE = "not k-inductive"
 
@@ -903,6 +903,13 @@ def _history_templates(n: int, L: int, cached: bool) -> List[Lemma]:
                        for j in range(L)])
     out.append(Lemma("ExposedHeldSomewhere", "history", exposed_somewhere))
 
+    def exposed_once(enc, s):
+        """Consumers saw each record at one offset, and only records produced."""
+        o, h = enc.o, s.hist
+        return o.And(*[_imp(o, j < h.xlen, h.exposed[j] < h.produced) for j in range(L)],
+                     *[_imp(o, k < h.xlen, h.exposed[j] != h.exposed[k]) for j in range(L) for k in range(j + 1, L)])
+    out.append(Lemma("ExposedOnce", "history", exposed_once))
+
     def acked_exposed(enc, s):
         o, h = enc.o, s.hist
         return o.And(*[_imp(o, off != UNDEF, o.And(off < h.xlen, o.select(list(h.exposed), off) == rec))
@@ -912,7 +919,7 @@ def _history_templates(n: int, L: int, cached: bool) -> List[Lemma]:
 
 
 def _exposed_epoch_templates(n: int, L: int) -> List[Lemma]:
-    """Over the history variable ``exposed_epoch`` (Model(cfg, exposed_epochs=True)): when each
+    """Over the history variable ``exposed_epoch`` (Model(cfg, history_variables=True)): when each
     offset was exposed, by the leader of which epoch. Leader completeness in Kafka's form: a leader
     holds every record exposed up to its epoch (the ISR that elected it held them, and a leader
     never truncates), while a zombie may lack what was exposed after it left office."""
@@ -961,6 +968,129 @@ def _exposed_epoch_templates(n: int, L: int) -> List[Lemma]:
         return o.And(*[_imp(o, j < h.xlen, h.xepoch[j] <= s.ctl.epoch) for j in range(L)])
     out.append(Lemma("ExposedEpochWithinController", "history", within_controller))
     return out
+
+
+def _epoch_leader_templates(n: int, cached: bool) -> List[Lemma]:
+    """Over the history variable ``epoch_leader`` (who the controller named with each epoch): one
+    leader per epoch, and who may cache an epoch without its records, said after that leader left
+    office (which the state alone cannot: the recordless cache entry is all that is left of it)."""
+    def leader_of(o, s, e):
+        return o.select(list(s.hist.eleader), e)
+    out = []
+    for r in range(n):
+        def leads_own(enc, s, r=r):
+            o, rep = enc.o, s.reps[r]
+            return _imp(o, rep.role == LEADER, leader_of(o, s, rep.lepoch) == r)
+        out.append(Lemma(f"EpochLeader[r{r} leads its epoch]", "history", leads_own))
+
+        def follows_named(enc, s, r=r):
+            o, rep = enc.o, s.reps[r]
+            return _imp(o, rep.role == FOLLOWER, leader_of(o, s, rep.lepoch) == rep.leader)
+        out.append(Lemma(f"EpochLeader[r{r} follows its epoch's leader]", "history", follows_named))
+
+        def requests_to_leader(enc, s, r=r):
+            """A Fetch or an OffsetsForLeaderEpoch request (in flight or stale) goes to the leader of
+            the epoch it names."""
+            o, m, st = enc.o, s.msgs[r], s.stale[r]
+            return o.And(_imp(o, o.Or(m.kind == FETCH, m.kind == EPOCH_REQUEST), leader_of(o, s, m.a) == m.peer),
+                         _imp(o, st.kind == FETCH, leader_of(o, s, st.a) == st.peer))
+        out.append(Lemma(f"EpochLeader[r{r}'s requests go to their epoch's leader]", "history", requests_to_leader))
+
+        def answers_from_leader(enc, s, r=r):
+            o, m, rep = enc.o, s.msgs[r], s.reps[r]
+            return _imp(o, o.Or(m.kind == FETCH_RESPONSE, m.kind == EPOCH_RESPONSE),
+                        leader_of(o, s, rep.lepoch) == m.peer)
+        out.append(Lemma(f"EpochLeader[r{r}'s answers come from its epoch's leader]", "history", answers_from_leader))
+
+        if cached:
+            def recordless_by_leader(enc, s, r=r):
+                """Only become_leader caches an epoch at the LEO: an epoch cached with none of its
+                records is one its holder led."""
+                o, rep = enc.o, s.reps[r]
+                return o.And(*[_imp(o, _recordless(o, rep, k), leader_of(o, s, rep.cache[k][0]) == r)
+                               for k in range(len(rep.cache))])
+            out.append(Lemma(f"EpochLeader[r{r} caches recordless only an epoch it led]", "history",
+                             recordless_by_leader))
+
+            def stale_last_epoch(enc, s, r=r):
+                """A stale Fetch's last fetched epoch (its sender's latest cached epoch then) is the
+                epoch of the entry below its offset, or one its sender led without records."""
+                o, st, (rec, ep) = enc.o, s.stale[r], s.hist.sentry[r]
+                return _imp(o, o.And(st.kind == FETCH, st.c != UNDEF),
+                            o.Or(o.And(st.b > 0, ep == st.c), leader_of(o, s, st.c) == r))
+            out.append(Lemma(f"EpochLeader[r{r}'s stale Fetch names its entry's epoch or one it led]", "history",
+                             stale_last_epoch))
+
+    def first_leader(enc, s):
+        """The controller hands each epoch out once: epoch 0's leader is the preferred replica."""
+        return s.hist.eleader[0] == PREFERRED
+    out.append(Lemma("EpochLeader[epoch 0: the preferred replica]", "history", first_leader))
+
+    def controller_named(enc, s):
+        o, c = enc.o, s.ctl
+        return _imp(o, c.leader != UNDEF, leader_of(o, s, c.epoch) == c.leader)
+    out.append(Lemma("EpochLeader[the controller's leader]", "history", controller_named))
+
+    def none_ahead(enc, s):
+        o = enc.o
+        return o.And(*[_imp(o, e > s.ctl.epoch, x == UNDEF) for e, x in enumerate(s.hist.eleader)])
+    out.append(Lemma("EpochLeader[none past the controller's epoch]", "history", none_ahead))
+
+    def every_epoch_led(enc, s):
+        o = enc.o
+        return o.And(*[_imp(o, e <= s.ctl.epoch, x != UNDEF) for e, x in enumerate(s.hist.eleader)])
+    out.append(Lemma("EpochLeader[every epoch handed out names a leader]", "history", every_epoch_led))
+    return out
+
+
+def _stale_entry_templates(n: int, L: int, cached: bool) -> List[Lemma]:
+    """Over the history variable ``stale_entry`` (the entry below a stale Fetch's offset in its
+    sender's log when it was sent): what the Fetch claimed, which a leader may still act on after
+    the sender's log changed."""
+    out = []
+    for f in range(n):
+        def present(enc, s, f=f):
+            o, st, (rec, ep) = enc.o, s.stale[f], s.hist.sentry[f]
+            asked = o.And(st.kind == FETCH, st.b > 0)
+            return o.And(_imp(o, asked, o.And(rec != UNDEF, ep != UNDEF, ep <= st.c, rec < s.hist.produced)),
+                         _imp(o, o.Not(asked), o.And(rec == UNDEF, ep == UNDEF)))
+        out.append(Lemma(f"StaleEntry[r{f}: below its offset, within its last fetched epoch]", "record-offset", present))
+
+        for name, here, slots in _sources_named(n):
+            def at_one_offset(enc, s, f=f, here=here, slots=slots):
+                """A record sits at one offset with one epoch everywhere: so does the stale entry."""
+                o, st, (rec, ep) = enc.o, s.stale[f], s.hist.sentry[f]
+                sl, inside = slots(enc, s), here(enc, s)
+                return _imp(o, o.And(st.kind == FETCH, st.b > 0), o.And(*[
+                    _imp(o, o.And(inside(j), sl[j][0] == rec), o.And(j == st.b - 1, sl[j][1] == ep))
+                    for j in range(L)]))
+            out.append(Lemma(f"StaleEntry[r{f}: its record at its offset in {name}]", "record-offset", at_one_offset))
+
+        def sender_holds(enc, s, f=f):
+            o, st, rf, (rec, ep) = enc.o, s.stale[f], s.reps[f], s.hist.sentry[f]
+            return _imp(o, o.And(st.kind == FETCH, st.b > 0),
+                        o.And(st.b <= rf.leo, o.select([e[0] for e in rf.log], st.b - 1) == rec))
+        out.append(Lemma(f"StaleEntry[r{f}: still held by its sender]", "record-offset", sender_holds))
+
+        if cached:
+            for x in range(n):
+                def validated(enc, s, f=f, x=x):
+                    """A replica whose cache validates the stale Fetch (endOffsetFor its last fetched
+                    epoch: that epoch, ending at or past the offset) holds the entry below it."""
+                    o, st, rx, (rec, ep) = enc.o, s.stale[f], s.reps[x], s.hist.sentry[f]
+                    e, end = enc.end_offset_for(rx.cache, rx.clen, rx.leo, st.c)
+                    ok = o.And(st.kind == FETCH, st.b > 0, st.c != UNDEF, e == st.c, end >= st.b)
+                    return _imp(o, ok, o.And(st.b <= rx.leo, o.select([x_[0] for x_ in rx.log], st.b - 1) == rec,
+                                             o.select([x_[1] for x_ in rx.log], st.b - 1) == ep))
+                out.append(Lemma(f"StaleEntry[r{f}: held by r{x} where its cache validates the Fetch]",
+                                 "record-offset", validated))
+    return out
+
+
+def _sources_named(n: int):
+    """(name, present(enc, s) -> (j -> bool), slots(enc, s)) for every log and FetchResponse slot."""
+    return [(name, (lambda enc, s, i=i: _src(enc, s, i)[1]), (lambda enc, s, i=i: _src(enc, s, i)[2]))
+            for i, name in enumerate(_source_names(n))]
 
 
 def _broker_epoch_templates(n: int) -> List[Lemma]:
@@ -1298,7 +1428,7 @@ def hand_written() -> List[Lemma]:
 def proof_model(cfg) -> Model:
     """The model ``hwcheck prove`` checks: the spec with the history variable ``exposed_epoch``
     (spec/model.py), which the templates of ``_exposed_epoch_templates`` read."""
-    return Model(cfg, exposed_epochs=True)
+    return Model(cfg, history_variables=True)
 
 
 def candidates(enc: Encoding, families: Optional[Sequence[str]] = None) -> List[Lemma]:
@@ -1309,7 +1439,8 @@ def candidates(enc: Encoding, families: Optional[Sequence[str]] = None) -> List[
            + _agreement_templates(n, L, enc.assign_rule is not None, enc.mode.truncate_on_fetch)
            + (_epoch_answer_templates(n, L, enc.mode.truncate_on_fetch) if enc.assign_rule is not None else [])
            + _isr_templates(n) + _history_templates(n, L, enc.assign_rule is not None)
-           + (_exposed_epoch_templates(n, L) if enc.tracks_exposed_epoch else [])
+           + (_exposed_epoch_templates(n, L) + _epoch_leader_templates(n, enc.assign_rule is not None)
+              + _stale_entry_templates(n, L, enc.assign_rule is not None) if enc.tracks_history else [])
            + _scalar_templates(n) + _implication_templates(n)
            + (_broker_epoch_templates(n) if enc.mode.broker_epochs else [])
            + hand_written())

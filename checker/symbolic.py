@@ -280,7 +280,10 @@ class SHist(NamedTuple):
     xlen: object
     crashes: object
     pfails: object
-    xepoch: tuple = ()  # History.exposed_epoch (Model(cfg, exposed_epochs=True)): L slots, 0 at or past xlen
+    # the history variables of Model(cfg, history_variables=True):
+    xepoch: tuple = ()   # History.exposed_epoch: L slots, 0 at or past xlen
+    eleader: tuple = ()  # History.epoch_leader: one slot per epoch 0..max_epoch
+    sentry: tuple = ()   # History.stale_entry: one (record, epoch) per follower, (UNDEF, UNDEF) for none
 
 
 class SState(NamedTuple):
@@ -351,7 +354,7 @@ class Encoding:
         self.n, self.L = cfg.replicas, cfg.records
         self.C = min(cfg.max_epoch, cfg.records) + 1
         self.tracks_flushed = cfg.power_failures > 0     # flushed points exist only with power failures
-        self.tracks_exposed_epoch = model.rules.exposed_epochs
+        self.tracks_history = model.rules.history_variables   # exposed_epoch and epoch_leader
         # truncation on fetch (2.8+): Fetch and FetchResponse carry two more fields, no follower
         # ever truncates by OffsetsForLeaderEpoch (truncating stays FETCHING)
         self.tof = mode.truncate_on_fetch
@@ -410,7 +413,9 @@ class Encoding:
         hist = SHist(I(f"{p}h_produced"), tuple(I(f"{p}h_acked{j}") for j in range(L)),
                      tuple(I(f"{p}h_exposed{j}") for j in range(L)), I(f"{p}h_xlen"), I(f"{p}h_crashes"),
                      I(f"{p}h_pfails"),
-                     tuple(I(f"{p}h_xepoch{j}") for j in range(L)) if self.tracks_exposed_epoch else ())
+                     tuple(I(f"{p}h_xepoch{j}") for j in range(L)) if self.tracks_history else (),
+                     tuple(I(f"{p}h_eleader{e}") for e in range(self.cfg.max_epoch + 1)) if self.tracks_history else (),
+                     pairs(f"{p}h_sentry", n) if self.tracks_history else ())
         return SState(reps, ctl, msgs, stale, hist)
 
     def of_state(self, s) -> SState:
@@ -452,7 +457,9 @@ class Encoding:
             raise ValueError("state does not fit the encoding's bounds")
         hist = SHist(h.produced, tuple(h.acked), tuple(h.exposed) + (0,) * (L - len(h.exposed)), len(h.exposed),
                      h.crashes, h.power_failures,
-                     tuple(h.exposed_epoch) + (0,) * (L - len(h.exposed)) if self.tracks_exposed_epoch else ())
+                     tuple(h.exposed_epoch) + (0,) * (L - len(h.exposed)) if self.tracks_history else (),
+                     tuple(h.epoch_leader) if self.tracks_history else (),
+                     tuple(h.stale_entry) if self.tracks_history else ())
         c = s.controller
         ctl = SCtl(c.leader, c.epoch, bits(c.isr), bits(c.live), tuple(c.broker_epochs),
                    bits(c.elr) if mode.elr else (), bits(c.last_known_elr) if mode.elr else ())
@@ -486,7 +493,8 @@ class Encoding:
         ctl = Controller(c.leader, c.epoch, mask(c.isr), mask(c.live), tuple(c.bepochs), mask(c.elr), mask(c.lke))
         return State(tuple(reps), ctl, tuple(inflight), stale,
                      History(h.produced, tuple(h.acked), tuple(h.exposed[:h.xlen]), h.crashes, h.pfails,
-                             exposed_epoch=tuple(h.xepoch[:h.xlen])))
+                             exposed_epoch=tuple(h.xepoch[:h.xlen]), epoch_leader=tuple(h.eleader),
+                             stale_entry=tuple(tuple(e) for e in h.sentry)))
 
     def values(self, zmodel, s: SState) -> SState:
         """The concrete terms of a z3 model at the symbolic state ``s``."""
@@ -598,7 +606,9 @@ class Encoding:
         return o.And(rng(h.produced, 0, L), rng(h.xlen, 0, L), rng(h.crashes, 0, cfg.crashes),
                      rng(h.pfails, 0, cfg.power_failures), *[rng(a, UNDEF, L - 1) for a in h.acked],
                      *[o.If(j < h.xlen, rng(x, 0, L - 1), x == 0) for j, x in enumerate(h.exposed)],
-                     *[o.If(j < h.xlen, rng(x, 0, cfg.max_epoch), x == 0) for j, x in enumerate(h.xepoch)])
+                     *[o.If(j < h.xlen, rng(x, 0, cfg.max_epoch), x == 0) for j, x in enumerate(h.xepoch)],
+                     *[rng(x, UNDEF, self.n - 1) for x in h.eleader],
+                     *[o.And(rng(rec, UNDEF, L - 1), rng(ep, UNDEF, cfg.max_epoch)) for rec, ep in h.sentry])
 
     def init(self, s: SState):
         return equal(self.o, s, self.of_state(self.model.init_states()[0]))
@@ -1158,7 +1168,29 @@ class Encoding:
         """(guard, next state) of action instance ``i`` (a label of ``instances``)."""
         label = self.instances[i]
         fn = self.overrides.get(label[0]) or getattr(self, label[0])
-        return fn(s, *label[1:])
+        guard, t = fn(s, *label[1:])
+        return guard, (self._dated(s, t) if self.tracks_history else t)
+
+    def _dated(self, s: SState, t: SState) -> SState:
+        """The history variables as spec/actions.py ``dated`` keeps them: a step that hands out a
+        new leader epoch records the leader the controller named with it; a Fetch that becomes
+        stale records the entry below its offset in its sender's log."""
+        o, h = self.o, t.hist
+        if not _same(s.ctl.epoch, t.ctl.epoch):
+            h = h._replace(eleader=tuple(o.If(o.And(t.ctl.epoch == e, s.ctl.epoch != e), t.ctl.leader, x)
+                                         for e, x in enumerate(h.eleader)))
+        if not _same(s.stale, t.stale):
+            sentry = []
+            for f, (old, new) in enumerate(zip(s.stale, t.stale)):
+                if _same(old, new):
+                    sentry.append(h.sentry[f])
+                    continue
+                log = s.reps[f].log
+                below = tuple(o.If(new.b > 0, o.select([e[k] for e in log], new.b - 1), UNDEF) for k in (0, 1))
+                sentry.append(tuple(o.If(new.kind == NO_MSG, UNDEF, o.If(old.kind != NO_MSG, h.sentry[f][k], below[k]))
+                                    for k in (0, 1)))
+            h = h._replace(sentry=tuple(sentry))
+        return t._replace(hist=h)
 
     # ------------------------------------------------------------ evaluation and invariants
     def successors(self, state):

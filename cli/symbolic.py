@@ -98,8 +98,13 @@ def state_lines(model, s) -> str:
     lines.append(f"    stale: {messages_cell(model, s, 'stale')}")
     h = s.history
     acked = ",".join(f"{rec}@{off}" for rec, off in enumerate(h.acked) if off != UNDEFINED) or "·"
-    # exposed_epoch: the epoch of the leader that exposed each offset (prove's history variable)
-    dated = f" exposed_epoch={list(h.exposed_epoch)}" if h.exposed_epoch else ""
+    # prove's history variables: the epoch of the leader that exposed each offset, the leader named
+    # with each epoch, the entry below each stale Fetch's offset when it was sent
+    dated = f" exposed_epoch={list(h.exposed_epoch)}" if h.epoch_leader else ""
+    if h.epoch_leader:
+        dated += f" epoch_leader={[replica_name(r) if r != UNDEFINED else '-' for r in h.epoch_leader]}"
+        entries = [f"{replica_name(f)}:{rec}@{ep}" for f, (rec, ep) in enumerate(h.stale_entry) if rec != UNDEFINED]
+        dated += f" stale_entry={','.join(entries) or '·'}"
     lines.append(f"    history: produced={h.produced} acked={acked} exposed={list(h.exposed)}{dated} "
                  f"crashes={h.crashes} power_failures={h.power_failures}")
     return "\n".join(lines)

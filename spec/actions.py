@@ -24,7 +24,7 @@ class Rules(NamedTuple):
     cfg: Config
     mode: Mode
     n: int
-    exposed_epochs: bool = False    # keep History.exposed_epoch (proofs only)
+    history_variables: bool = False    # keep History.exposed_epoch and .epoch_leader (proofs only)
 
 
 # ---------------------------------------------------------------- small state updates
@@ -122,7 +122,7 @@ def advance_hw(s: State, l: int, rules: Rules) -> State:
     h = s.history
     exposed = h.exposed + tuple(rep.log[o][0] for o in range(len(h.exposed), low))
     exposed_epoch = h.exposed_epoch
-    if rules.exposed_epochs:
+    if rules.history_variables:
         exposed_epoch += (rep.leader_epoch,) * (len(exposed) - len(h.exposed))
     acked = h.acked
     if rules.cfg.acks == "all" and _size(rep.isr) >= rules.cfg.min_isr:
@@ -134,6 +134,43 @@ def advance_hw(s: State, l: int, rules: Rules) -> State:
         acked = tuple(acked)
     s = _set(s, l, rep._replace(hw=low))
     return s._replace(history=h._replace(exposed=exposed, acked=acked, exposed_epoch=exposed_epoch))
+
+
+NO_ENTRY = (UNDEFINED, UNDEFINED)
+
+
+def dated(action):
+    """The action, keeping two history variables (proofs only), each recorded here, in one place,
+    for every step:
+
+    - ``epoch_leader``: when a step hands out a new leader epoch (an election; before KRaft 3.6
+      also an ISR removal, which keeps the leader), the replica the controller named with it;
+    - ``stale_entry``: when a follower's Fetch becomes stale (its fetcher abandoned it while it was
+      out), the entry its log held just below the Fetch's offset. Its log is the one the Fetch was
+      sent from: a follower's log does not change while its Fetch is out (FetchMatchesLog)."""
+    def step(s: State, rules: Rules, *args) -> Optional[State]:
+        nxt = action(s, rules, *args)
+        if nxt is None:
+            return nxt
+        h = nxt.history
+        if nxt.controller.epoch != s.controller.epoch:
+            c = nxt.controller
+            h = h._replace(epoch_leader=h.epoch_leader[:c.epoch] + (c.leader,) + h.epoch_leader[c.epoch + 1:])
+        if nxt.stale != s.stale:
+            h = h._replace(stale_entry=tuple(_stale_entry(s, nxt, f) for f in range(rules.n)))
+        return nxt._replace(history=h)
+    step.__name__, step.__doc__ = action.__name__, action.__doc__
+    return step
+
+
+def _stale_entry(s: State, nxt: State, f: int):
+    m = nxt.stale[f]
+    if not m:
+        return NO_ENTRY
+    if s.stale[f]:                       # the same stale Fetch (a second one is lost: _abandon)
+        return s.history.stale_entry[f]
+    offset = m[3]
+    return s.replicas[f].log[offset - 1] if offset > 0 else NO_ENTRY
 
 
 # ---------------------------------------------------------------- client and replication
@@ -752,5 +789,7 @@ def initial_state(rules: Rules) -> State:
         controller=Controller(0, 0, everyone, everyone, (0,) * n if rules.mode.broker_epochs else ()),
         inflight=((),) * n,
         stale=((),) * n,
-        history=History(0, (UNDEFINED,) * cfg.records, (), 0, 0),
+        history=History(0, (UNDEFINED,) * cfg.records, (), 0, 0,
+                        epoch_leader=(PREFERRED,) + (UNDEFINED,) * cfg.max_epoch if rules.history_variables else (),
+                        stale_entry=(NO_ENTRY,) * n if rules.history_variables else ()),
     )

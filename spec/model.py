@@ -14,7 +14,7 @@ import re
 from dataclasses import replace
 from typing import Callable, Iterator, List, Tuple
 
-from .actions import ACTIONS, DISK_ONLY, EPOCH_ONLY, EVENTS, POWER_ONLY, Rules, initial_state
+from .actions import ACTIONS, DISK_ONLY, EPOCH_ONLY, EVENTS, POWER_ONLY, Rules, dated, initial_state
 from .config import Config, ConfigError
 from .invariants import invariants_for
 from .modes import MODES, Mode
@@ -33,21 +33,23 @@ class Model:
     - ``step(state, label)``: the successor by label, or None (replay);
     - ``to_json(state)``: the stable canonical encoding (ITF state variables).
 
-    ``exposed_epochs=True`` (``hwcheck prove``) also keeps a history variable, the leader epoch
-    that exposed each offset (``History.exposed_epoch``): the protocol never reads it and ITF
-    leaves it out, so traces and their replay are the same, but states that differ only in it are
-    distinct (284,603 states at the defaults become 320,578).
+    ``history_variables=True`` (``hwcheck prove``) also keeps two history variables, the leader
+    epoch that exposed each offset (``History.exposed_epoch``) and the leader named with each
+    epoch (``History.epoch_leader``): the protocol never reads them and ITF leaves them out, so
+    traces and their replay are the same, but states that differ only in them are distinct.
     """
 
-    def __init__(self, cfg: Config, exposed_epochs: bool = False):
+    def __init__(self, cfg: Config, history_variables: bool = False):
         self.cfg = cfg
         mode: Mode = MODES[cfg.mode]
-        self.rules = Rules(cfg, mode, cfg.replicas, exposed_epochs)
+        self.rules = Rules(cfg, mode, cfg.replicas, history_variables)
         n = cfg.replicas
         replaced = dict(mode.actions)
         actions = []
         for name, fn, arity in ACTIONS:
             fn = replaced.get(name, fn)
+            if history_variables:
+                fn = dated(fn)
             if name in EPOCH_ONLY and (not mode.epochs or mode.truncate_on_fetch):
                 continue
             if name in POWER_ONLY and not cfg.power_failures:
@@ -109,7 +111,7 @@ class Model:
         h = s.history
         return Model(replace(self.cfg, records=max(1, h.produced), crashes=h.crashes,
                              power_failures=h.power_failures, disk_losses=h.disk_losses,
-                             max_epoch=s.controller.epoch), self.rules.exposed_epochs)
+                             max_epoch=s.controller.epoch), self.rules.history_variables)
 
     # ------------------------------------------------------------ labels
     @staticmethod

@@ -80,10 +80,19 @@ class History(NamedTuple):
     crashes: int                 # crashes used
     power_failures: int          # power failures used
     disk_losses: int = 0         # disk losses used
-    # proofs only (Model(cfg, exposed_epochs=True)): per exposed offset, the leader epoch of the
-    # leader whose HW rise exposed it; a history variable (Abadi-Lamport) that lets a lemma say
-    # "a leader holds what was exposed up to its epoch", which the state alone cannot date
+    # proofs only (Model(cfg, history_variables=True)): history variables (Abadi-Lamport) that let
+    # a lemma date what the state alone cannot.
+    # Per exposed offset, the leader epoch of the leader whose HW rise exposed it: "a leader holds
+    # what was exposed up to its epoch".
     exposed_epoch: Tuple[int, ...] = ()
+    # Per leader epoch 0..max_epoch, the replica the controller named leader when it handed the
+    # epoch out (UNDEFINED: not handed out yet, or no leader then): "only epoch e's leader caches e
+    # without one of its records" still says who after that leader left office.
+    epoch_leader: Tuple[int, ...] = ()
+    # Per follower, while it has a stale Fetch: the entry its log held just below the Fetch's offset
+    # when it sent it (UNDEFINED, UNDEFINED when the Fetch asks from offset 0, or there is none):
+    # what the Fetch's last fetched epoch and offset claimed of a log that may have changed since.
+    stale_entry: Tuple[Entry, ...] = ()
 
 
 class State(NamedTuple):

@@ -17,7 +17,7 @@ from hwcheck.spec.auxiliary import AUXILIARY
 from hwcheck.spec.log import (assign_0_11, assign_2_1, end_offset_for_0_11, end_offset_for_2_0, end_offset_for_2_1,
                               truncate)
 from hwcheck.spec.modes import LADDER, MODES, follower_truncation, register
-from hwcheck.spec.state import Replica
+from hwcheck.spec.state import LEADER, UNDEFINED, Replica
 
 from .conftest import exact_reachable, run_cli, run_labels
 
@@ -496,18 +496,27 @@ def test_bmc_finds_the_hw_before_truncation_divergence_in_as_many_steps_as_bfs()
     _bmc_matches_bfs(Config(mode="kafka13141"), ["NoLogDivergence"])
 
 
-def test_the_exposed_epoch_history_variable_adds_no_behaviour_and_is_encoded_as_the_spec_keeps_it():
-    """Model(cfg, exposed_epochs=True) (hwcheck prove) dates each exposed offset by the epoch of the
-    leader that exposed it. A history variable: with it dropped, the reachable states are exactly
-    the plain model's (epoch, 2 records, 1 crash: 11,080); the encoding keeps it as the spec does
-    (successors, z3's models of the step) on states that hold it."""
+def test_the_history_variables_add_no_behaviour_and_are_encoded_as_the_spec_keeps_them():
+    """Model(cfg, history_variables=True) (hwcheck prove) dates each exposed offset by the epoch of the
+    leader that exposed it, and remembers the leader named with each epoch. History variables: with
+    them dropped, the reachable states are exactly the plain model's (epoch, 2 records, 1 crash:
+    11,080); the encoding keeps them as the spec does (successors, z3's models of the step) on
+    states that hold them."""
     cfg = Config(mode="epoch", crashes=1)
-    plain, dated = Model(cfg), Model(cfg, exposed_epochs=True)
+    plain, dated = Model(cfg), Model(cfg, history_variables=True)
     states = exact_reachable(dated)
-    undated = {s._replace(history=s.history._replace(exposed_epoch=())) for s in states}
+    undated = {s._replace(history=s.history._replace(exposed_epoch=(), epoch_leader=(), stale_entry=())) for s in states}
     assert undated == set(exact_reachable(plain)) and len(undated) == 11_080 < len(states)
     assert all(len(s.history.exposed_epoch) == len(s.history.exposed) for s in states)
-    later = [s for s in states if any(e > 0 for e in s.history.exposed_epoch)]
+    for s in states:
+        c, leaders = s.controller, s.history.epoch_leader
+        assert len(leaders) == cfg.max_epoch + 1 and set(leaders[c.epoch + 1:]) <= {UNDEFINED}
+        assert c.leader in (UNDEFINED, leaders[c.epoch])
+        assert all(leaders[rep.leader_epoch] == r for r, rep in enumerate(s.replicas) if rep.role == LEADER)
+        for m, (record, epoch) in zip(s.stale, s.history.stale_entry):
+            assert (record, epoch) == (UNDEFINED, UNDEFINED) if not m or m[3] == 0 else 0 <= epoch <= m[4]
+    later = [s for s in states if any(e > 0 for e in s.history.exposed_epoch) and s.controller.epoch > 1
+             and any(e != (UNDEFINED, UNDEFINED) for e in s.history.stale_entry)]
     picked = random.Random(2).sample(later, 200)
     enc = Encoding(dated, CONCRETE)
     for s in picked:

@@ -71,7 +71,10 @@ FAMILIES: Dict[str, str] = {
               "state the prefilter saw",
     "history": "acknowledged and exposed records are held by ISR members, KIP-966's eligible replicas, "
                "leaders at the controller's epoch, the newest leader, and lie below the exposed length; "
-               "a leader holds every record exposed up to its epoch (by the epoch that exposed it)",
+               "over the history variables: a leader holds every record exposed up to its epoch (by the "
+               "epoch that exposed it); one leader per epoch, requests go to and answers come from it, "
+               "a recordless cached epoch was led by its holder, and a replica that led every epoch since "
+               "e holds every entry of e",
     "scalar-order": "orderings between offsets and epochs (HW, LEO, leader epochs, controller "
                     "epoch, produced, exposed length)",
     "implication": "implications between the boolean facts of one replica (alive, role, controller "
@@ -579,6 +582,11 @@ def _epoch_answer_templates(n: int, L: int, on_fetch: bool) -> List[Lemma]:
                     ("sender at its epoch", _sender_at_its_epoch, lambda s, f, l: s.reps[l].lepoch),
                     ("sender in office", lambda o, s, f, l: _in_office(o, s, l), lambda s, f, l: s.reps[l].lepoch),
                     ("sender leads", lambda o, s, f, l: _leads(o, s.reps[l]),
+                     lambda s, f, l: s.reps[f].lepoch),
+                    # after it left office: its latest cached epoch is still the follower's (it has
+                    # taken nothing from a newer leader since)
+                    ("sender's latest cached epoch the follower's",
+                     lambda o, s, f, l: latest_cached_epoch(o, s.reps[l]) == s.reps[f].lepoch,
                      lambda s, f, l: s.reps[f].lepoch)):
                 def lookup(enc, s, f=f, l=l, guard=guard, answered=answered):
                     o, m, rf, rl = enc.o, s.msgs[f], s.reps[f], s.reps[l]
@@ -970,7 +978,7 @@ def _exposed_epoch_templates(n: int, L: int) -> List[Lemma]:
     return out
 
 
-def _epoch_leader_templates(n: int, cached: bool) -> List[Lemma]:
+def _epoch_leader_templates(n: int, L: int, E: int, cached: bool) -> List[Lemma]:
     """Over the history variable ``epoch_leader`` (who the controller named with each epoch): one
     leader per epoch, and who may cache an epoch without its records, said after that leader left
     office (which the state alone cannot: the recordless cache entry is all that is left of it)."""
@@ -1020,6 +1028,22 @@ def _epoch_leader_templates(n: int, cached: bool) -> List[Lemma]:
                             o.Or(o.And(st.b > 0, ep == st.c), leader_of(o, s, st.c) == r))
             out.append(Lemma(f"EpochLeader[r{r}'s stale Fetch names its entry's epoch or one it led]", "history",
                              stale_last_epoch))
+
+    for r in range(n):
+        for e in range(E + 1):
+            def led_since(enc, s, r=r, e=e):
+                """A replica that led every epoch from e to the controller's never followed since
+                (it would need another leader's epoch), and a leader never truncates: it holds every
+                entry of epoch e, wherever one is."""
+                o, rep = enc.o, s.reps[r]
+                since = o.And(e <= s.ctl.epoch, *[o.Or(k > s.ctl.epoch, s.hist.eleader[k] == r) for k in range(e, E + 1)])
+                held = []
+                for _, present, slots in _sources(enc, s):
+                    held += [_imp(o, o.And(present(j), slots[j][1] == e),
+                                  o.And(j < rep.leo, rep.log[j][0] == slots[j][0], rep.log[j][1] == e))
+                             for j in range(L)]
+                return _imp(o, since, o.And(*held))
+            out.append(Lemma(f"EpochLeader[r{r} led every epoch since {e}: holds its entries]", "history", led_since))
 
     def first_leader(enc, s):
         """The controller hands each epoch out once: epoch 0's leader is the preferred replica."""
@@ -1439,7 +1463,7 @@ def candidates(enc: Encoding, families: Optional[Sequence[str]] = None) -> List[
            + _agreement_templates(n, L, enc.assign_rule is not None, enc.mode.truncate_on_fetch)
            + (_epoch_answer_templates(n, L, enc.mode.truncate_on_fetch) if enc.assign_rule is not None else [])
            + _isr_templates(n) + _history_templates(n, L, enc.assign_rule is not None)
-           + (_exposed_epoch_templates(n, L) + _epoch_leader_templates(n, enc.assign_rule is not None)
+           + (_exposed_epoch_templates(n, L) + _epoch_leader_templates(n, L, enc.cfg.max_epoch, enc.assign_rule is not None)
               + _stale_entry_templates(n, L, enc.assign_rule is not None) if enc.tracks_history else [])
            + _scalar_templates(n) + _implication_templates(n)
            + (_broker_epoch_templates(n) if enc.mode.broker_epochs else [])

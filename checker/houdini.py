@@ -1045,6 +1045,28 @@ def _epoch_leader_templates(n: int, L: int, E: int, cached: bool) -> List[Lemma]
                 return _imp(o, since, o.And(*held))
             out.append(Lemma(f"EpochLeader[r{r} led every epoch since {e}: holds its entries]", "history", led_since))
 
+    def failovers(o, s, offline=()):
+        return o.Sum([o.And(e <= s.ctl.epoch, s.hist.eleader[e] != PREFERRED) for e in range(1, E + 1)] + list(offline))
+
+    def failovers_within_bounces(enc, s):
+        """Only the preferred replica is elected without a failure first (elect_preferred): every
+        epoch led by another replica follows a bounce the run counted (a crash, a session expiry, a
+        controlled shutdown, a power failure), one election per bounce."""
+        o, h = enc.o, s.hist
+        return failovers(o, s) <= h.crashes + h.pfails
+    out.append(Lemma("EpochLeader[epochs led by other than the preferred replica within the bounces used]",
+                     "history", failovers_within_bounces))
+
+    def failovers_and_pending_within_bounces(enc, s):
+        """The same, counting the bounce whose election is still to come: the partition is
+        offline, or the leader the controller names is down or not registered."""
+        o, h, c = enc.o, s.hist, s.ctl
+        gone = o.Or(c.leader == UNDEF, *[o.And(c.leader == r, o.Not(o.And(rep.alive, c.live[r])))
+                                         for r, rep in enumerate(s.reps)])
+        return failovers(o, s, [gone]) <= h.crashes + h.pfails
+    out.append(Lemma("EpochLeader[failovers and a pending election within the bounces used]", "history",
+                     failovers_and_pending_within_bounces))
+
     def first_leader(enc, s):
         """The controller hands each epoch out once: epoch 0's leader is the preferred replica."""
         return s.hist.eleader[0] == PREFERRED

@@ -1029,21 +1029,57 @@ def _epoch_leader_templates(n: int, L: int, E: int, cached: bool) -> List[Lemma]
             out.append(Lemma(f"EpochLeader[r{r}'s stale Fetch names its entry's epoch or one it led]", "history",
                              stale_last_epoch))
 
+    def not_yet_in_office(o, s):
+        """The controller names a leader that has not taken office (neither its leader epoch nor its
+        cache has the controller's epoch): nobody has answered at that epoch yet."""
+        return o.And(s.ctl.leader != UNDEF, *[
+            _imp(o, s.ctl.leader == x, o.And(rx.lepoch < s.ctl.epoch, latest_cached_epoch(o, rx) < s.ctl.epoch))
+            for x, rx in enumerate(s.reps)])
+    def led_since(o, s, r, e, last):
+        """r led every epoch from e on, up to the last (``last`` says which epochs are past it)."""
+        return o.And(o.Not(last(o, s, e)), *[o.Or(last(o, s, k), s.hist.eleader[k] == r) for k in range(e, E + 1)])
+    lasts = (("to the controller's", lambda o, s, k: k > s.ctl.epoch),
+             ("to the one before the controller's, whose leader is not in office",
+              lambda o, s, k: o.Or(k > s.ctl.epoch, o.And(k == s.ctl.epoch, not_yet_in_office(o, s)))))
     for r in range(n):
+        for g, last in lasts:
+            for what, fact in (("holds them", lambda o, s, rep, j: _holds_at(o, rep, j, s.hist.exposed[j])),
+                               ("has them below its HW", lambda o, s, rep, j: j < rep.hw)):
+                def exposed_by_leader(enc, s, r=r, last=last, fact=fact):
+                    """The same for what consumers saw: a replica that led every epoch since the one
+                    that exposed an offset (it exposed it) still holds it, below its HW."""
+                    o, h, rep = enc.o, s.hist, s.reps[r]
+                    return o.And(*[_imp(o, o.And(j < h.xlen, o.Or(*[o.And(h.xepoch[j] == e, led_since(o, s, r, e, last))
+                                                                   for e in range(E + 1)])),
+                                        fact(o, s, rep, j)) for j in range(L)])
+                out.append(Lemma(f"EpochLeader[r{r} led every epoch from the one that exposed an offset {g}: {what}]",
+                                 "history", exposed_by_leader))
         for e in range(E + 1):
-            def led_since(enc, s, r=r, e=e):
-                """A replica that led every epoch from e to the controller's never followed since
-                (it would need another leader's epoch), and a leader never truncates: it holds every
-                entry of epoch e, wherever one is."""
-                o, rep = enc.o, s.reps[r]
-                since = o.And(e <= s.ctl.epoch, *[o.Or(k > s.ctl.epoch, s.hist.eleader[k] == r) for k in range(e, E + 1)])
-                held = []
-                for _, present, slots in _sources(enc, s):
-                    held += [_imp(o, o.And(present(j), slots[j][1] == e),
-                                  o.And(j < rep.leo, rep.log[j][0] == slots[j][0], rep.log[j][1] == e))
-                             for j in range(L)]
-                return _imp(o, since, o.And(*held))
-            out.append(Lemma(f"EpochLeader[r{r} led every epoch since {e}: holds its entries]", "history", led_since))
+            for g, last in lasts:
+                def entries_held(enc, s, r=r, e=e, last=last):
+                    """A replica that led every epoch from e on never followed since (it would need
+                    another leader's answer), and a leader never truncates: it holds every entry of
+                    epoch e, wherever one is."""
+                    o, rep = enc.o, s.reps[r]
+                    since = led_since(o, s, r, e, last)
+                    held = []
+                    for _, present, slots in _sources(enc, s):
+                        held += [_imp(o, o.And(present(j), slots[j][1] == e),
+                                      o.And(j < rep.leo, rep.log[j][0] == slots[j][0], rep.log[j][1] == e))
+                                 for j in range(L)]
+                    return _imp(o, since, o.And(*held))
+                out.append(Lemma(f"EpochLeader[r{r} led every epoch from {e} {g}: holds its entries]", "history",
+                                 entries_held))
+
+    def exposer_took_office(enc, s):
+        """The leader of the epoch that exposed an offset took office at that epoch: its leader
+        epoch, or the latest epoch its cache holds (which a crash keeps), is at least that epoch."""
+        o, h = enc.o, s.hist
+        return o.And(*[_imp(o, j < h.xlen, o.Or(*[
+            o.And(o.select(list(h.eleader), h.xepoch[j]) == x,
+                  o.Or(rx.lepoch >= h.xepoch[j], latest_cached_epoch(o, rx) >= h.xepoch[j]))
+            for x, rx in enumerate(s.reps)])) for j in range(L)])
+    out.append(Lemma("EpochLeader[the leader of an exposing epoch took office]", "history", exposer_took_office))
 
     def failovers(o, s, offline=()):
         return o.Sum([o.And(e <= s.ctl.epoch, s.hist.eleader[e] != PREFERRED) for e in range(1, E + 1)] + list(offline))

@@ -1218,6 +1218,14 @@ def _scalar_templates(n: int) -> List[Lemma]:
                     return _imp(o, o.And(_leads(o, s.reps[b]), s.reps[a].role == FOLLOWER,
                                          s.reps[a].leader == b, s.reps[a].lepoch == s.reps[b].lepoch), fa(s, a) <= fb(s, b))
                 out.append(Lemma(f"{x}(r{a}) <= {x}(r{b}) [r{a} follows leader r{b} at its epoch]", "scalar-order", led))
+    for l in range(n):
+        def hw_caught_up(enc, s, l=l):
+            """maybeIncrementLeaderHW runs after every step that moves a leader's LEO, a follower's
+            remote LEO or the ISR view: a leader's HW is at the lowest LEO of its ISR view."""
+            o, rep = enc.o, s.reps[l]
+            return _imp(o, _leads(o, rep), o.Or(rep.hw >= rep.leo, *[o.And(rep.isr[f], rep.remote[f] <= rep.hw)
+                                                                      for f in range(n) if f != l]))
+        out.append(Lemma(f"hw(r{l}) is the lowest LEO of its ISR view [r{l} leads]", "scalar-order", hw_caught_up))
     return out
 
 

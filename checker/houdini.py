@@ -1020,6 +1020,21 @@ def _epoch_leader_templates(n: int, L: int, E: int, cached: bool) -> List[Lemma]
             out.append(Lemma(f"EpochLeader[r{r} caches recordless only an epoch it led]", "history",
                              recordless_by_leader))
 
+            def starts_its_entries(enc, s, r=r):
+                """The leader of an epoch cached it at its LEO when it took office and writes the
+                epoch's entries from there: while it caches the epoch, no entry of that epoch (in
+                any log or FetchResponse) sits below that start."""
+                o, rep = enc.o, s.reps[r]
+                out_ = []
+                for k in range(len(rep.cache)):
+                    e, start = rep.cache[k]
+                    mine = o.And(k < rep.clen, leader_of(o, s, e) == r)
+                    for _, present, slots in _sources(enc, s):
+                        out_ += [_imp(o, o.And(mine, present(j), slots[j][1] == e), j >= start) for j in range(L)]
+                return o.And(*out_)
+            out.append(Lemma(f"EpochLeader[r{r}'s cached start of an epoch it led is where that epoch's entries start]",
+                             "history", starts_its_entries))
+
             def stale_last_epoch(enc, s, r=r):
                 """A stale Fetch's last fetched epoch (its sender's latest cached epoch then) is the
                 epoch of the entry below its offset, or one its sender led without records."""

@@ -76,7 +76,7 @@ FAMILIES: Dict[str, str] = {
                "a recordless cached epoch was led by its holder, and a replica that led every epoch since "
                "e holds every entry of e",
     "scalar-order": "orderings between offsets and epochs (HW, LEO, leader epochs, controller "
-                    "epoch, produced, exposed length)",
+                    "epoch, produced, exposed length); a leader's HW is the lowest LEO of its ISR view",
     "implication": "implications between the boolean facts of one replica (alive, role, controller "
                    "leader / ISR / live, at the controller's epoch, fetching, a message in flight)",
     "lookahead": "delivering the message in flight keeps the property (and the acknowledged records of "
@@ -1050,6 +1050,7 @@ def _epoch_leader_templates(n: int, L: int, E: int, cached: bool) -> List[Lemma]
         return o.And(s.ctl.leader != UNDEF, *[
             _imp(o, s.ctl.leader == x, o.And(rx.lepoch < s.ctl.epoch, latest_cached_epoch(o, rx) < s.ctl.epoch))
             for x, rx in enumerate(s.reps)])
+
     def led_since(o, s, r, e, last):
         """r led every epoch from e on, up to the last (``last`` says which epochs are past it)."""
         return o.And(o.Not(last(o, s, e)), *[o.Or(last(o, s, k), s.hist.eleader[k] == r) for k in range(e, E + 1)])
@@ -1096,8 +1097,8 @@ def _epoch_leader_templates(n: int, L: int, E: int, cached: bool) -> List[Lemma]
             for x, rx in enumerate(s.reps)])) for j in range(L)])
     out.append(Lemma("EpochLeader[the leader of an exposing epoch took office]", "history", exposer_took_office))
 
-    def failovers(o, s, offline=()):
-        return o.Sum([o.And(e <= s.ctl.epoch, s.hist.eleader[e] != PREFERRED) for e in range(1, E + 1)] + list(offline))
+    def failovers(o, s, pending=()):
+        return o.Sum([o.And(e <= s.ctl.epoch, s.hist.eleader[e] != PREFERRED) for e in range(1, E + 1)] + list(pending))
 
     def failovers_within_bounces(enc, s):
         """Only the preferred replica is elected without a failure first (elect_preferred): every
@@ -1153,11 +1154,11 @@ def _stale_entry_templates(n: int, L: int, cached: bool) -> List[Lemma]:
                          _imp(o, o.Not(asked), o.And(rec == UNDEF, ep == UNDEF)))
         out.append(Lemma(f"StaleEntry[r{f}: below its offset, within its last fetched epoch]", "record-offset", present))
 
-        for name, here, slots in _sources_named(n):
-            def at_one_offset(enc, s, f=f, here=here, slots=slots):
+        for i, name in enumerate(_source_names(n)):
+            def at_one_offset(enc, s, f=f, i=i):
                 """A record sits at one offset with one epoch everywhere: so does the stale entry."""
                 o, st, (rec, ep) = enc.o, s.stale[f], s.hist.sentry[f]
-                sl, inside = slots(enc, s), here(enc, s)
+                _, inside, sl = _src(enc, s, i)
                 return _imp(o, o.And(st.kind == FETCH, st.b > 0), o.And(*[
                     _imp(o, o.And(inside(j), sl[j][0] == rec), o.And(j == st.b - 1, sl[j][1] == ep))
                     for j in range(L)]))
@@ -1182,12 +1183,6 @@ def _stale_entry_templates(n: int, L: int, cached: bool) -> List[Lemma]:
                 out.append(Lemma(f"StaleEntry[r{f}: held by r{x} where its cache validates the Fetch]",
                                  "record-offset", validated))
     return out
-
-
-def _sources_named(n: int):
-    """(name, present(enc, s) -> (j -> bool), slots(enc, s)) for every log and FetchResponse slot."""
-    return [(name, (lambda enc, s, i=i: _src(enc, s, i)[1]), (lambda enc, s, i=i: _src(enc, s, i)[2]))
-            for i, name in enumerate(_source_names(n))]
 
 
 def _broker_epoch_templates(n: int) -> List[Lemma]:
@@ -1531,8 +1526,9 @@ def hand_written() -> List[Lemma]:
 
 
 def proof_model(cfg) -> Model:
-    """The model ``hwcheck prove`` checks: the spec with the history variable ``exposed_epoch``
-    (spec/model.py), which the templates of ``_exposed_epoch_templates`` read."""
+    """The model ``hwcheck prove`` checks: the spec with its history variables ``exposed_epoch``,
+    ``epoch_leader`` and ``stale_entry`` (spec/model.py), which the templates of
+    ``_exposed_epoch_templates``, ``_epoch_leader_templates`` and ``_stale_entry_templates`` read."""
     return Model(cfg, history_variables=True)
 
 

@@ -354,7 +354,7 @@ class Encoding:
         self.n, self.L = cfg.replicas, cfg.records
         self.C = min(cfg.max_epoch, cfg.records) + 1
         self.tracks_flushed = cfg.power_failures > 0     # flushed points exist only with power failures
-        self.tracks_history = model.rules.history_variables   # exposed_epoch and epoch_leader
+        self.tracks_history = model.rules.history_variables   # exposed_epoch, epoch_leader, stale_entry
         # truncation on fetch (2.8+): Fetch and FetchResponse carry two more fields, no follower
         # ever truncates by OffsetsForLeaderEpoch (truncating stays FETCHING)
         self.tof = mode.truncate_on_fetch

@@ -24,7 +24,7 @@ class Rules(NamedTuple):
     cfg: Config
     mode: Mode
     n: int
-    history_variables: bool = False    # keep History.exposed_epoch and .epoch_leader (proofs only)
+    history_variables: bool = False    # keep History.exposed_epoch, .epoch_leader, .stale_entry (proofs only)
 
 
 # ---------------------------------------------------------------- small state updates

@@ -33,10 +33,11 @@ class Model:
     - ``step(state, label)``: the successor by label, or None (replay);
     - ``to_json(state)``: the stable canonical encoding (ITF state variables).
 
-    ``history_variables=True`` (``hwcheck prove``) also keeps two history variables, the leader
-    epoch that exposed each offset (``History.exposed_epoch``) and the leader named with each
-    epoch (``History.epoch_leader``): the protocol never reads them and ITF leaves them out, so
-    traces and their replay are the same, but states that differ only in them are distinct.
+    ``history_variables=True`` (``hwcheck prove``) also keeps three history variables, the leader
+    epoch that exposed each offset (``History.exposed_epoch``), the leader named with each epoch
+    (``History.epoch_leader``) and the entry below each stale Fetch's offset when it was sent
+    (``History.stale_entry``): the protocol never reads them and ITF leaves them out, so traces and
+    their replay are the same, but states that differ only in them are distinct.
     """
 
     def __init__(self, cfg: Config, history_variables: bool = False):

@@ -1092,7 +1092,7 @@ def _epoch_leader_templates(n: int, L: int, E: int, cached: bool) -> List[Lemma]
         epoch, or the latest epoch its cache holds (which a crash keeps), is at least that epoch."""
         o, h = enc.o, s.hist
         return o.And(*[_imp(o, j < h.xlen, o.Or(*[
-            o.And(o.select(list(h.eleader), h.xepoch[j]) == x,
+            o.And(leader_of(o, s, h.xepoch[j]) == x,
                   o.Or(rx.lepoch >= h.xepoch[j], latest_cached_epoch(o, rx) >= h.xepoch[j]))
             for x, rx in enumerate(s.reps)])) for j in range(L)])
     out.append(Lemma("EpochLeader[the leader of an exposing epoch took office]", "history", exposer_took_office))

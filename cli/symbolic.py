@@ -100,8 +100,9 @@ def state_lines(model, s) -> str:
     acked = ",".join(f"{rec}@{off}" for rec, off in enumerate(h.acked) if off != UNDEFINED) or "·"
     # prove's history variables: the epoch of the leader that exposed each offset, the leader named
     # with each epoch, the entry below each stale Fetch's offset when it was sent
-    dated = f" exposed_epoch={list(h.exposed_epoch)}" if h.epoch_leader else ""
+    dated = ""
     if h.epoch_leader:
+        dated = f" exposed_epoch={list(h.exposed_epoch)}"
         dated += f" epoch_leader={[replica_name(r) if r != UNDEFINED else '-' for r in h.epoch_leader]}"
         entries = [f"{replica_name(f)}:{rec}@{ep}" for f, (rec, ep) in enumerate(h.stale_entry) if rec != UNDEFINED]
         dated += f" stale_entry={','.join(entries) or '·'}"

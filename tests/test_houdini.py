@@ -67,17 +67,18 @@ def test_discovery_proves_no_log_divergence_on_a_small_run():
 @pytest.mark.slow
 def test_discovery_proves_the_newest_mode_with_one_record():
     """`epoch` (4.1+: truncation on fetch, broker epochs, ELR, strict min ISR), 1 record, 1 crash:
-    NoLogDivergence is proved, and every lemma used holds in every reachable state
-    (ConsumerConsistency too, in as long again: docs/proofs.md)."""
+    NoLogDivergence is proved by the named templates alone (no clause family: its 700-odd clauses
+    triple the time), and every lemma used holds in every reachable state (ConsumerConsistency too:
+    docs/proofs.md)."""
     model = Model(Config(mode="epoch", records=1, crashes=1))
-    d = discover(model, ["NoLogDivergence"])
+    d = discover(model, ["NoLogDivergence"], families=[f for f in FAMILIES if f != "clause"])
     assert d.verdict == HOLDS, (d.cti and (d.cti.label, d.cti.broken))
     cenc = Encoding(model, CONCRETE)
     for s in exact_reachable(model):
         v = cenc.of_state(s)
         assert all(lem.term(cenc, v) for lem in d.survivors)
     families = {lem.family for lem in d.survivors}
-    assert {"epoch-answer", "clause", "hand-written"} <= families
+    assert {"epoch-answer", "hand-written"} <= families and "clause" not in families
 
 
 def test_a_counterexample_to_induction_is_a_real_step_and_names_its_families():

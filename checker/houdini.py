@@ -959,6 +959,17 @@ def _exposed_epoch_templates(n: int, L: int) -> List[Lemma]:
                                                   for j in range(L)]))
         out.append(Lemma(f"ExposedInItsEpochBelowHw[r{r}]", "history", own_below_hw))
 
+        for g, role in (("leader", LEADER), ("follower", FOLLOWER)):
+            def hw_exposed_by_then(enc, s, r=r, role=role):
+                """Below a replica's HW every offset was exposed by its leader epoch or earlier: a
+                leader exposes what it moves its HW over, a follower takes the HW of its epoch's
+                leader, and neither HW outlives a change of epoch upward (a zombie keeps the HW of
+                its own epoch)."""
+                o, rep, h = enc.o, s.reps[r], s.hist
+                return _imp(o, o.And(rep.alive, rep.role == role),
+                            o.And(*[_imp(o, j < rep.hw, o.And(j < h.xlen, h.xepoch[j] <= rep.lepoch)) for j in range(L)]))
+            out.append(Lemma(f"HwExposedByItsEpoch[r{r} {g}]", "history", hw_exposed_by_then))
+
         def entry_not_newer(enc, s, r=r):
             """A copy of an exposed record carries an epoch no newer than the one that exposed it."""
             o, rep = enc.o, s.reps[r]
@@ -1009,6 +1020,21 @@ def _epoch_leader_templates(n: int, L: int, E: int, cached: bool) -> List[Lemma]
             return _imp(o, o.Or(m.kind == FETCH_RESPONSE, m.kind == EPOCH_RESPONSE),
                         leader_of(o, s, rep.lepoch) == m.peer)
         out.append(Lemma(f"EpochLeader[r{r}'s answers come from its epoch's leader]", "history", answers_from_leader))
+
+        for i, name in enumerate(_source_names(n)):
+            def written_by_leader(enc, s, r=r, i=i):
+                """Log Matching keyed by the epoch's leader: an entry of an epoch r led, wherever it
+                is, is the one r wrote at that offset, and r still holds it (a leader never
+                truncates, and a follower truncates only where it diverges from its leader's log).
+                With two replicas nobody else is left to hold what r lost; with three the prefilter
+                rejects it."""
+                o, rep = enc.o, s.reps[r]
+                _, present, slots = _src(enc, s, i)
+                return o.And(*[_imp(o, o.And(present(j), leader_of(o, s, slots[j][1]) == r),
+                                    o.And(j < rep.leo, rep.log[j][0] == slots[j][0], rep.log[j][1] == slots[j][1]))
+                               for j in range(L)])
+            out.append(Lemma(f"EpochLeader[an entry of an epoch r{r} led, in {name}, is held by r{r}]", "history",
+                             written_by_leader))
 
         if cached:
             def recordless_by_leader(enc, s, r=r):
@@ -1097,6 +1123,17 @@ def _epoch_leader_templates(n: int, L: int, E: int, cached: bool) -> List[Lemma]
             for x, rx in enumerate(s.reps)])) for j in range(L)])
     out.append(Lemma("EpochLeader[the leader of an exposing epoch took office]", "history", exposer_took_office))
 
+    def exposer_not_behind(enc, s):
+        """The same said without the cache (a restart trims an epoch cached without records): while
+        the leader of an exposing epoch has a role (a restart clears it; become_leader and
+        become_follower then take the controller's epoch), its leader epoch is that epoch or later."""
+        o, h = enc.o, s.hist
+        return o.And(*[_imp(o, o.And(j < h.xlen, leader_of(o, s, h.xepoch[j]) == x, rx.alive, rx.role != NONE),
+                            rx.lepoch >= h.xepoch[j])
+                       for j in range(L) for x, rx in enumerate(s.reps)])
+    out.append(Lemma("EpochLeader[the leader of an exposing epoch, while it has a role, is at that epoch or later]",
+                     "history", exposer_not_behind))
+
     def failovers(o, s, pending=()):
         return o.Sum([o.And(e <= s.ctl.epoch, s.hist.eleader[e] != PREFERRED) for e in range(1, E + 1)] + list(pending))
 
@@ -1169,6 +1206,34 @@ def _stale_entry_templates(n: int, L: int, cached: bool) -> List[Lemma]:
             return _imp(o, o.And(st.kind == FETCH, st.b > 0),
                         o.And(st.b <= rf.leo, o.select([e[0] for e in rf.log], st.b - 1) == rec))
         out.append(Lemma(f"StaleEntry[r{f}: still held by its sender]", "record-offset", sender_holds))
+
+        def held_while_acted_on(enc, s, f=f, validating=False, pending=False):
+            """The same while the Fetch can still move anything: its sender truncates only on an
+            answer of a newer epoch, or of a leader whose log diverges there, and the stale Fetch
+            then reaches a replica that refuses it (not a leader at its epoch: KIP-320's fence) or
+            whose cache no longer validates its last fetched epoch. ``pending``: also while its
+            receiver has not reached the Fetch's epoch (by leader epoch or cache): its sender sent
+            it at that epoch, and nobody answers at an epoch before its leader takes office."""
+            o, st, rf, (rec, ep) = enc.o, s.stale[f], s.reps[f], s.hist.sentry[f]
+            held = o.And(st.b <= rf.leo, o.select([e[0] for e in rf.log], st.b - 1) == rec)
+            acted = []
+            for x, rx in enumerate(s.reps):
+                live = enc.accepts(rx, st.a)
+                if validating:
+                    e, end = enc.end_offset_for(rx.cache, rx.clen, rx.leo, st.c)
+                    live = o.And(live, st.c != UNDEF, e == st.c, end >= st.b)
+                if pending:
+                    live = o.Or(live, o.And(rx.lepoch < st.a, latest_cached_epoch(o, rx) < st.a))
+                acted.append(o.And(st.peer == x, live))
+            return _imp(o, o.And(st.kind == FETCH, st.b > 0, o.Or(*acted)), held)
+        out.append(Lemma(f"StaleEntry[r{f}: held by its sender while its receiver would accept it]", "record-offset",
+                         held_while_acted_on))
+        if cached:
+            out.append(Lemma(f"StaleEntry[r{f}: held by its sender while its receiver would accept and validate it]",
+                             "record-offset", lambda enc, s, f=f: held_while_acted_on(enc, s, f, True)))
+            out.append(Lemma(f"StaleEntry[r{f}: held by its sender while its receiver is short of its epoch, "
+                             f"or would accept and validate it]", "record-offset",
+                             lambda enc, s, f=f: held_while_acted_on(enc, s, f, True, True)))
 
         if cached:
             for x in range(n):

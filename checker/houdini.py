@@ -73,8 +73,8 @@ FAMILIES: Dict[str, str] = {
                "leaders at the controller's epoch, the newest leader, and lie below the exposed length; "
                "over the history variables: a leader holds every record exposed up to its epoch (by the "
                "epoch that exposed it); one leader per epoch, requests go to and answers come from it, "
-               "a recordless cached epoch was led by its holder, and a replica that led every epoch since "
-               "e holds every entry of e",
+               "a recordless cached epoch was led by its holder, a replica that led every epoch since "
+               "e holds every entry of e, and (two replicas) every entry of an epoch r led is held by r",
     "scalar-order": "orderings between offsets and epochs (HW, LEO, leader epochs, controller "
                     "epoch, produced, exposed length); a leader's HW is the lowest LEO of its ISR view",
     "implication": "implications between the boolean facts of one replica (alive, role, controller "
@@ -1234,6 +1234,21 @@ def _stale_entry_templates(n: int, L: int, cached: bool) -> List[Lemma]:
             out.append(Lemma(f"StaleEntry[r{f}: held by its sender while its receiver is short of its epoch, "
                              f"or would accept and validate it]", "record-offset",
                              lambda enc, s, f=f: held_while_acted_on(enc, s, f, True, True)))
+
+            def held_within_its_epoch(enc, s, f=f):
+                """While the controller is still at the Fetch's epoch, its sender has had answers
+                from that epoch's leader alone; where that leader's cache validates the Fetch its
+                log agrees with the sender's up to the offset, so no answer cut the sender below it
+                (whatever the receiver's role: a restart keeps its log and cache)."""
+                o, st, rf, (rec, ep) = enc.o, s.stale[f], s.reps[f], s.hist.sentry[f]
+                held = o.And(st.b <= rf.leo, o.select([e[0] for e in rf.log], st.b - 1) == rec)
+                validated = []
+                for x, rx in enumerate(s.reps):
+                    e, end = enc.end_offset_for(rx.cache, rx.clen, rx.leo, st.c)
+                    validated.append(o.And(st.peer == x, st.c != UNDEF, e == st.c, end >= st.b))
+                return _imp(o, o.And(st.kind == FETCH, st.b > 0, st.a == s.ctl.epoch, o.Or(*validated)), held)
+            out.append(Lemma(f"StaleEntry[r{f}: held by its sender while the controller is at its epoch and its "
+                             f"receiver's cache validates it]", "record-offset", held_within_its_epoch))
 
         if cached:
             for x in range(n):

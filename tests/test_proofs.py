@@ -42,12 +42,12 @@ def test_a_kept_proof_still_proves(path):
 @pytest.mark.parametrize("name, where", [
     ("hw-records-1-crashes-1-NoCommittedDataLoss", dict(crashes=2)),
     ("epoch-records-1-crashes-1-NoCommittedDataLoss", dict(mode="hw", crashes=2)),
-    ("epoch-crashes-1-NoLogDivergence", dict(mode="kafka13141"))])
+    ("epoch-crashes-1-NoLogDivergence-NoCommittedDataLoss-ConsumerConsistency", dict(mode="kafka13141"))])
 def test_the_same_lemmas_prove_nothing_where_the_invariant_breaks(name, where):
     """Sanity: the lemmas of a proof, rebuilt where bfs finds its invariant violated, are no proof
     there: z3 finds a step that breaks the conjunction, or a lemma is false in the initial state.
     NoCommittedDataLoss at one crash, in hw at two crashes (KIP-101's first scenario); the records=2
-    proof of NoLogDivergence in kafka13141 (2.8-3.4.0), where the follower applies the HW of a
+    proof in kafka13141 (2.8-3.4.0), where the log diverges: the follower applies the HW of a
     diverging response before it truncates (KAFKA-14704). The hw proof keeps its layout (every lemma
     is stated); the epoch proofs' lemmas over what the older mode lacks (broker epochs, ELR) have
     nothing to say there and are left out."""
@@ -56,7 +56,7 @@ def test_the_same_lemmas_prove_nothing_where_the_invariant_breaks(name, where):
     model = proof_model(settings(doc))
     goals, lemmas, left_out = read_back_what_it_can(model, doc)
     assert bfs(model, only=goals).violations
-    assert len(goals) == 1 and len(lemmas) > len(left_out)
+    assert len(lemmas) > len(left_out)
     assert bool(left_out) == ("mode" in where)
     d = check_lemmas(model, goals, lemmas)
     assert d.verdict != HOLDS

@@ -67,9 +67,9 @@ def test_discovery_proves_no_log_divergence_on_a_small_run():
 @pytest.mark.slow
 def test_discovery_proves_the_newest_mode_with_one_record():
     """`epoch` (4.1+: truncation on fetch, broker epochs, ELR, strict min ISR), 1 record, 1 crash:
-    NoLogDivergence is proved by the named templates alone (no clause family: its 700-odd clauses
-    triple the time), and every lemma used holds in every reachable state (ConsumerConsistency too:
-    docs/proofs.md)."""
+    NoLogDivergence is proved by the named templates alone (285 lemmas; with the clause family's
+    700-odd clauses the test took 113 s in a suite run, without them 47 s), and every lemma used
+    holds in every reachable state (ConsumerConsistency too: docs/proofs.md)."""
     model = Model(Config(mode="epoch", records=1, crashes=1))
     d = discover(model, ["NoLogDivergence"], families=[f for f in FAMILIES if f != "clause"])
     assert d.verdict == HOLDS, (d.cti and (d.cti.label, d.cti.broken))

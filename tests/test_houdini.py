@@ -49,8 +49,8 @@ def test_the_prefilter_rejects_a_lemma_false_in_a_reachable_state_before_z3():
 
 def test_discovery_proves_no_log_divergence_on_a_small_run():
     model = Model(Config(**SMALL))
-    # every family but the clauses and the lookahead (test_discovery_proves_the_newest_mode... uses
-    # them): 23 s instead of 40 s
+    # every family but the clauses and the lookahead (tests/test_lemma_file.py discovers with the
+    # clause family, test_discovery_proves_the_newest_mode... with the lookahead): 23 s instead of 40 s
     d = discover(model, ["NoLogDivergence"], families=[f for f in FAMILIES if f not in ("clause", "lookahead")])
     assert d.verdict == HOLDS, (d.cti and (d.cti.label, d.cti.broken))
     assert d.reachable_complete and d.survivors and d.cti is None

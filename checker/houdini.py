@@ -1178,6 +1178,18 @@ def _epoch_leader_templates(n: int, L: int, E: int, cached: bool) -> List[Lemma]
     return out
 
 
+def _holds_stale_entry(o, st, rep, rec):
+    """rep's log still holds the stale Fetch's entry: its record just below the Fetch's offset."""
+    return o.And(st.b <= rep.leo, o.select([e[0] for e in rep.log], st.b - 1) == rec)
+
+
+def _validates(enc, rx, st):
+    """rx's epoch cache validates the Fetch ``st``: endOffsetFor its last fetched epoch is that epoch,
+    ending at or past its offset."""
+    e, end = enc.end_offset_for(rx.cache, rx.clen, rx.leo, st.c)
+    return enc.o.And(st.c != UNDEF, e == st.c, end >= st.b)
+
+
 def _stale_entry_templates(n: int, L: int, cached: bool) -> List[Lemma]:
     """Over the history variable ``stale_entry`` (the entry below a stale Fetch's offset in its
     sender's log when it was sent): what the Fetch claimed, which a leader may still act on after
@@ -1203,8 +1215,7 @@ def _stale_entry_templates(n: int, L: int, cached: bool) -> List[Lemma]:
 
         def sender_holds(enc, s, f=f):
             o, st, rf, (rec, ep) = enc.o, s.stale[f], s.reps[f], s.hist.sentry[f]
-            return _imp(o, o.And(st.kind == FETCH, st.b > 0),
-                        o.And(st.b <= rf.leo, o.select([e[0] for e in rf.log], st.b - 1) == rec))
+            return _imp(o, o.And(st.kind == FETCH, st.b > 0), _holds_stale_entry(o, st, rf, rec))
         out.append(Lemma(f"StaleEntry[r{f}: still held by its sender]", "record-offset", sender_holds))
 
         def held_while_acted_on(enc, s, f=f, validating=False, pending=False):
@@ -1214,18 +1225,16 @@ def _stale_entry_templates(n: int, L: int, cached: bool) -> List[Lemma]:
             whose cache no longer validates its last fetched epoch. ``pending``: also while its
             receiver has not reached the Fetch's epoch (by leader epoch or cache): its sender sent
             it at that epoch, and nobody answers at an epoch before its leader takes office."""
-            o, st, rf, (rec, ep) = enc.o, s.stale[f], s.reps[f], s.hist.sentry[f]
-            held = o.And(st.b <= rf.leo, o.select([e[0] for e in rf.log], st.b - 1) == rec)
+            o, st, (rec, ep) = enc.o, s.stale[f], s.hist.sentry[f]
             acted = []
             for x, rx in enumerate(s.reps):
                 live = enc.accepts(rx, st.a)
                 if validating:
-                    e, end = enc.end_offset_for(rx.cache, rx.clen, rx.leo, st.c)
-                    live = o.And(live, st.c != UNDEF, e == st.c, end >= st.b)
+                    live = o.And(live, _validates(enc, rx, st))
                 if pending:
                     live = o.Or(live, o.And(rx.lepoch < st.a, latest_cached_epoch(o, rx) < st.a))
                 acted.append(o.And(st.peer == x, live))
-            return _imp(o, o.And(st.kind == FETCH, st.b > 0, o.Or(*acted)), held)
+            return _imp(o, o.And(st.kind == FETCH, st.b > 0, o.Or(*acted)), _holds_stale_entry(o, st, s.reps[f], rec))
         out.append(Lemma(f"StaleEntry[r{f}: held by its sender while its receiver would accept it]", "record-offset",
                          held_while_acted_on))
         if cached:
@@ -1240,25 +1249,20 @@ def _stale_entry_templates(n: int, L: int, cached: bool) -> List[Lemma]:
                 from that epoch's leader alone; where that leader's cache validates the Fetch its
                 log agrees with the sender's up to the offset, so no answer cut the sender below it
                 (whatever the receiver's role: a restart keeps its log and cache)."""
-                o, st, rf, (rec, ep) = enc.o, s.stale[f], s.reps[f], s.hist.sentry[f]
-                held = o.And(st.b <= rf.leo, o.select([e[0] for e in rf.log], st.b - 1) == rec)
-                validated = []
-                for x, rx in enumerate(s.reps):
-                    e, end = enc.end_offset_for(rx.cache, rx.clen, rx.leo, st.c)
-                    validated.append(o.And(st.peer == x, st.c != UNDEF, e == st.c, end >= st.b))
-                return _imp(o, o.And(st.kind == FETCH, st.b > 0, st.a == s.ctl.epoch, o.Or(*validated)), held)
+                o, st, (rec, ep) = enc.o, s.stale[f], s.hist.sentry[f]
+                validated = [o.And(st.peer == x, _validates(enc, rx, st)) for x, rx in enumerate(s.reps)]
+                return _imp(o, o.And(st.kind == FETCH, st.b > 0, st.a == s.ctl.epoch, o.Or(*validated)),
+                            _holds_stale_entry(o, st, s.reps[f], rec))
             out.append(Lemma(f"StaleEntry[r{f}: held by its sender while the controller is at its epoch and its "
                              f"receiver's cache validates it]", "record-offset", held_within_its_epoch))
 
-        if cached:
             for x in range(n):
                 def validated(enc, s, f=f, x=x):
                     """A replica whose cache validates the stale Fetch (endOffsetFor its last fetched
                     epoch: that epoch, ending at or past the offset) holds the entry below it."""
                     o, st, rx, (rec, ep) = enc.o, s.stale[f], s.reps[x], s.hist.sentry[f]
-                    e, end = enc.end_offset_for(rx.cache, rx.clen, rx.leo, st.c)
-                    ok = o.And(st.kind == FETCH, st.b > 0, st.c != UNDEF, e == st.c, end >= st.b)
-                    return _imp(o, ok, o.And(st.b <= rx.leo, o.select([x_[0] for x_ in rx.log], st.b - 1) == rec,
+                    ok = o.And(st.kind == FETCH, st.b > 0, _validates(enc, rx, st))
+                    return _imp(o, ok, o.And(_holds_stale_entry(o, st, rx, rec),
                                              o.select([x_[1] for x_ in rx.log], st.b - 1) == ep))
                 out.append(Lemma(f"StaleEntry[r{f}: held by r{x} where its cache validates the Fetch]",
                                  "record-offset", validated))

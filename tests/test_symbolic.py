@@ -12,6 +12,7 @@ from hwcheck.checker.bmc import NOT_INDUCTIVE, Unrolling, bmc, prove, symbolic_e
 from hwcheck.checker.result import HOLDS, VIOLATED
 from hwcheck.checker.symbolic import CONCRETE, FOLLOWER, ZERO, Encoding, SRep, equal, leaves
 from hwcheck.checker.trace import load_itf, replay, to_itf
+from hwcheck.cli.symbolic import state_lines
 from hwcheck.spec import Config, ConfigError, Model
 from hwcheck.spec.auxiliary import AUXILIARY
 from hwcheck.spec.log import (assign_0_11, assign_2_1, end_offset_for_0_11, end_offset_for_2_0, end_offset_for_2_1,
@@ -479,6 +480,17 @@ def test_cli_verify_z3_and_prove(tmp_path):
     assert "stale:" in r.stdout and "live=" in r.stdout
     r = run_cli("prove", "--invariant", "Nope")
     assert r.returncode == 2 and "unknown invariant" in r.stderr
+
+
+def test_a_counterexample_to_induction_shows_a_leaders_view_of_the_isr():
+    """A leader's HW is the lowest LEO of its own ISR view, which may differ from the controller's:
+    the full state of a counterexample to induction shows it on leaders (only)."""
+    model = Model(Config(mode="hw"))
+    s = model.init_states()[0]
+    s = s._replace(replicas=(s.replicas[0]._replace(isr=0b01),) + s.replicas[1:])
+    lines = state_lines(model, s).splitlines()
+    assert lines[0].endswith("rl=r1:0 isr=r0") and "isr=" not in lines[1]
+    assert lines[2].startswith("    controller: r0 e0 isr=r0,r1")
 
 
 def test_bmc_finds_the_fenced_last_leader_election_in_as_many_steps_as_bfs():

@@ -531,6 +531,17 @@ def _epoch_answer_templates(n: int, L: int, on_fetch: bool) -> List[Lemma]:
                 return _imp(o, o.And(m.kind == FETCH_RESPONSE, m.c != UNDEF), m.c < rep.lepoch)
             out.append(Lemma(f"DivergingAnswerIsOlder[resp(r{f})]", "epoch-answer", older))
 
+            def still_true(enc, s, f=f):
+                """Its sender's log had the diverging epoch ``e`` end at ``k`` (the diverging end
+                offset), and it still has no entry of e at k or past it: the sender led the
+                follower's epoch, and it could gain entries of an older epoch only by truncating to a
+                newer epoch's leader, which the follower would have followed first (two replicas)."""
+                o, m = enc.o, s.msgs[f]
+                answered = o.And(m.kind == FETCH_RESPONSE, m.c != UNDEF)
+                return o.And(*[_imp(o, o.And(answered, m.peer == x, m.d <= j, j < rx.leo), rx.log[j][1] != m.c)
+                               for x, rx in enumerate(s.reps) if x != f for j in range(L)])
+            out.append(Lemma(f"DivergingAnswerStillTrue[resp(r{f})]", "epoch-answer", still_true))
+
         def keeps_exposed(enc, s, f=f):
             """A follower holding every record consumers saw is not truncated below them: the
             sender led the follower's epoch and held them too, so the epochs of their entries
@@ -847,7 +858,24 @@ def _eligible_beyond_isr(o, s, r) -> list:
     return [s.ctl.elr[r], _last_known_electable(o, s, r)]
 
 
-def _history_templates(n: int, L: int, cached: bool) -> List[Lemma]:
+def _newest_leader(o, s, r):
+    """r leads and no replica has heard of a newer epoch (its leader epoch, or the latest in its
+    cache, which a stop keeps): whoever acknowledged a record since r took office was r itself."""
+    return o.And(_leads(o, s.reps[r]), *[
+        o.And(x.lepoch <= s.reps[r].lepoch, latest_cached_epoch(o, x) <= s.reps[r].lepoch) for x in s.reps])
+
+
+def _newest_leader_dated(o, s, r):
+    """The same where a restart has not made r look newest (history variables): a restart trims
+    an epoch cached without records, so no replica without a role was named with a newer epoch."""
+    rep, c = s.reps[r], s.ctl
+    return o.And(_newest_leader(o, s, r), *[
+        _imp(o, o.Or(o.Not(x.alive), x.role == NONE),
+             o.And(*[_imp(o, o.And(e > rep.lepoch, e <= c.epoch), leader != i) for e, leader in enumerate(s.hist.eleader)]))
+        for i, x in enumerate(s.reps) if i != r])
+
+
+def _history_templates(n: int, L: int, cached: bool, dated: bool) -> List[Lemma]:
     guards = {
         "controller's ISR": lambda o, s, r: s.ctl.isr[r],
         "live ISR": lambda o, s, r: o.And(s.ctl.isr[r], s.ctl.live[r]),
@@ -859,12 +887,17 @@ def _history_templates(n: int, L: int, cached: bool) -> List[Lemma]:
         # epoch yet: nobody else can have led since
         "leader at the controller's epoch": lambda o, s, r: o.And(_leads(o, s.reps[r]),
                                                                   s.reps[r].lepoch == s.ctl.epoch),
-        # no replica has heard of a newer epoch (its leader epoch, or the latest in its cache, which
-        # a stop keeps): whoever acknowledged a record since this leader took office was itself
-        "newest leader": lambda o, s, r: o.And(_leads(o, s.reps[r]), *[
-            o.And(x.lepoch <= s.reps[r].lepoch, latest_cached_epoch(o, x) <= s.reps[r].lepoch) for x in s.reps]),
+        "newest leader": _newest_leader,
+        # a leader whose ISR view is itself alone: the controller agreed to that ISR, so no other
+        # replica is eligible until this one expands it (KIP-966 moves a replica to the ELR only
+        # when the ISR falls below min.insync.replicas); a zombie of that kind is the only one
+        # that may expose records alone (its HW is its own LEO)
+        "sole ISR member leader": lambda o, s, r: o.And(_leads(o, s.reps[r]),
+                                                         *[s.reps[r].isr[x] == (x == r) for x in range(len(s.reps))]),
         "any": lambda o, s, r: True,
     }
+    if dated:
+        guards["newest leader, dated"] = _newest_leader_dated
     out = []
     for r in range(n):
         for g, guard in guards.items():
@@ -970,6 +1003,15 @@ def _exposed_epoch_templates(n: int, L: int) -> List[Lemma]:
                             o.And(*[_imp(o, j < rep.hw, o.And(j < h.xlen, h.xepoch[j] <= rep.lepoch)) for j in range(L)]))
             out.append(Lemma(f"HwExposedByItsEpoch[r{r} {g}]", "history", hw_exposed_by_then))
 
+        def sole_member_not_behind(enc, s, r=r):
+            """A leader whose ISR view is itself alone (the controller agreed to it) is at the
+            newest exposing epoch or later: nobody else is eligible until it expands the ISR
+            again, so no other replica took office and exposed records after its epoch."""
+            o, rep = enc.o, s.reps[r]
+            alone = o.And(_leads(o, rep), *[rep.isr[x] == (x == r) for x in range(len(s.reps))])
+            return _imp(o, alone, o.And(*[exposed(o, s, j, lambda x, xe: xe <= rep.lepoch) for j in range(L)]))
+        out.append(Lemma(f"ExposedByItsEpoch[r{r} leader, sole member of its ISR view]", "history", sole_member_not_behind))
+
         def entry_not_newer(enc, s, r=r):
             """A copy of an exposed record carries an epoch no newer than the one that exposed it."""
             o, rep = enc.o, s.reps[r]
@@ -989,12 +1031,15 @@ def _exposed_epoch_templates(n: int, L: int) -> List[Lemma]:
     return out
 
 
+def leader_of(o, s, e):
+    """The replica the controller named with epoch ``e`` (the history variable ``epoch_leader``)."""
+    return o.select(list(s.hist.eleader), e)
+
+
 def _epoch_leader_templates(n: int, L: int, E: int, cached: bool) -> List[Lemma]:
     """Over the history variable ``epoch_leader`` (who the controller named with each epoch): one
     leader per epoch, and who may cache an epoch without its records, said after that leader left
     office (which the state alone cannot: the recordless cache entry is all that is left of it)."""
-    def leader_of(o, s, e):
-        return o.select(list(s.hist.eleader), e)
     out = []
     for r in range(n):
         def leads_own(enc, s, r=r):
@@ -1156,6 +1201,18 @@ def _epoch_leader_templates(n: int, L: int, E: int, cached: bool) -> List[Lemma]
     out.append(Lemma("EpochLeader[failovers and a pending election within the bounces used]", "history",
                      failovers_and_pending_within_bounces))
 
+    def failovers_pending_and_down_within_bounces(enc, s):
+        """The same, counting besides each other broker down while the controller still has it
+        registered: its bounce is counted, and the controller will fence it (the session timeout)
+        before it can name it or anyone in its place."""
+        o, c = enc.o, s.ctl
+        gone = o.Or(c.leader == UNDEF, *[o.And(c.leader == r, o.Not(o.And(rep.alive, c.live[r])))
+                                         for r, rep in enumerate(s.reps)])
+        down = [o.And(o.Not(rep.alive), c.live[r], c.leader != r) for r, rep in enumerate(s.reps)]
+        return failovers(o, s, [gone] + down) <= s.hist.crashes + s.hist.pfails
+    out.append(Lemma("EpochLeader[failovers, a pending election and brokers down but registered within the bounces used]",
+                     "history", failovers_pending_and_down_within_bounces))
+
     def first_leader(enc, s):
         """The controller hands each epoch out once: epoch 0's leader is the preferred replica."""
         return s.hist.eleader[0] == PREFERRED
@@ -1266,6 +1323,16 @@ def _stale_entry_templates(n: int, L: int, cached: bool) -> List[Lemma]:
                                              o.select([x_[1] for x_ in rx.log], st.b - 1) == ep))
                 out.append(Lemma(f"StaleEntry[r{f}: held by r{x} where its cache validates the Fetch]",
                                  "record-offset", validated))
+
+        for x in [x for x in range(n) if x != f]:
+            def by_its_epochs_leader(enc, s, f=f, x=x):
+                """Log Matching keyed by the epoch's leader (``_epoch_leader_templates``) for the
+                stale entry: it was in its sender's log, so if another replica x led its epoch, x
+                still holds it (the sender itself may since have truncated what it wrote)."""
+                o, st, rx, (rec, ep) = enc.o, s.stale[f], s.reps[x], s.hist.sentry[f]
+                ok = o.And(st.kind == FETCH, st.b > 0, leader_of(o, s, ep) == x)
+                return _imp(o, ok, o.And(_holds_stale_entry(o, st, rx, rec), o.select([e[1] for e in rx.log], st.b - 1) == ep))
+            out.append(Lemma(f"StaleEntry[r{f}: of an epoch r{x} led, held by r{x}]", "record-offset", by_its_epochs_leader))
     return out
 
 
@@ -1623,7 +1690,7 @@ def candidates(enc: Encoding, families: Optional[Sequence[str]] = None) -> List[
     out = (_record_templates(n, L) + _epoch_templates(n, L, C, enc.assign_rule is not None) + _fetch_templates(n, L)
            + _agreement_templates(n, L, enc.assign_rule is not None, enc.mode.truncate_on_fetch)
            + (_epoch_answer_templates(n, L, enc.mode.truncate_on_fetch) if enc.assign_rule is not None else [])
-           + _isr_templates(n) + _history_templates(n, L, enc.assign_rule is not None)
+           + _isr_templates(n) + _history_templates(n, L, enc.assign_rule is not None, enc.tracks_history)
            + (_exposed_epoch_templates(n, L) + _epoch_leader_templates(n, L, enc.cfg.max_epoch, enc.assign_rule is not None)
               + _stale_entry_templates(n, L, enc.assign_rule is not None) if enc.tracks_history else [])
            + _scalar_templates(n) + _implication_templates(n)

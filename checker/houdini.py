@@ -1323,16 +1323,6 @@ def _stale_entry_templates(n: int, L: int, cached: bool) -> List[Lemma]:
                                              o.select([x_[1] for x_ in rx.log], st.b - 1) == ep))
                 out.append(Lemma(f"StaleEntry[r{f}: held by r{x} where its cache validates the Fetch]",
                                  "record-offset", validated))
-
-        for x in [x for x in range(n) if x != f]:
-            def by_its_epochs_leader(enc, s, f=f, x=x):
-                """Log Matching keyed by the epoch's leader (``_epoch_leader_templates``) for the
-                stale entry: it was in its sender's log, so if another replica x led its epoch, x
-                still holds it (the sender itself may since have truncated what it wrote)."""
-                o, st, rx, (rec, ep) = enc.o, s.stale[f], s.reps[x], s.hist.sentry[f]
-                ok = o.And(st.kind == FETCH, st.b > 0, leader_of(o, s, ep) == x)
-                return _imp(o, ok, o.And(_holds_stale_entry(o, st, rx, rec), o.select([e[1] for e in rx.log], st.b - 1) == ep))
-            out.append(Lemma(f"StaleEntry[r{f}: of an epoch r{x} led, held by r{x}]", "record-offset", by_its_epochs_leader))
     return out
 
 

@@ -858,24 +858,7 @@ def _eligible_beyond_isr(o, s, r) -> list:
     return [s.ctl.elr[r], _last_known_electable(o, s, r)]
 
 
-def _newest_leader(o, s, r):
-    """r leads and no replica has heard of a newer epoch (its leader epoch, or the latest in its
-    cache, which a stop keeps): whoever acknowledged a record since r took office was r itself."""
-    return o.And(_leads(o, s.reps[r]), *[
-        o.And(x.lepoch <= s.reps[r].lepoch, latest_cached_epoch(o, x) <= s.reps[r].lepoch) for x in s.reps])
-
-
-def _newest_leader_dated(o, s, r):
-    """The same where a restart has not made r look newest (history variables): a restart trims
-    an epoch cached without records, so no replica without a role was named with a newer epoch."""
-    rep, c = s.reps[r], s.ctl
-    return o.And(_newest_leader(o, s, r), *[
-        _imp(o, o.Or(o.Not(x.alive), x.role == NONE),
-             o.And(*[_imp(o, o.And(e > rep.lepoch, e <= c.epoch), leader != i) for e, leader in enumerate(s.hist.eleader)]))
-        for i, x in enumerate(s.reps) if i != r])
-
-
-def _history_templates(n: int, L: int, cached: bool, dated: bool) -> List[Lemma]:
+def _history_templates(n: int, L: int, cached: bool) -> List[Lemma]:
     guards = {
         "controller's ISR": lambda o, s, r: s.ctl.isr[r],
         "live ISR": lambda o, s, r: o.And(s.ctl.isr[r], s.ctl.live[r]),
@@ -887,7 +870,10 @@ def _history_templates(n: int, L: int, cached: bool, dated: bool) -> List[Lemma]
         # epoch yet: nobody else can have led since
         "leader at the controller's epoch": lambda o, s, r: o.And(_leads(o, s.reps[r]),
                                                                   s.reps[r].lepoch == s.ctl.epoch),
-        "newest leader": _newest_leader,
+        # no replica has heard of a newer epoch (its leader epoch, or the latest in its cache, which
+        # a stop keeps): whoever acknowledged a record since this leader took office was itself
+        "newest leader": lambda o, s, r: o.And(_leads(o, s.reps[r]), *[
+            o.And(x.lepoch <= s.reps[r].lepoch, latest_cached_epoch(o, x) <= s.reps[r].lepoch) for x in s.reps]),
         # a leader whose ISR view is itself alone: the controller agreed to that ISR, so no other
         # replica is eligible until this one expands it (KIP-966 moves a replica to the ELR only
         # when the ISR falls below min.insync.replicas); a zombie of that kind is the only one
@@ -896,8 +882,6 @@ def _history_templates(n: int, L: int, cached: bool, dated: bool) -> List[Lemma]
                                                          *[s.reps[r].isr[x] == (x == r) for x in range(len(s.reps))]),
         "any": lambda o, s, r: True,
     }
-    if dated:
-        guards["newest leader, dated"] = _newest_leader_dated
     out = []
     for r in range(n):
         for g, guard in guards.items():
@@ -1031,15 +1015,12 @@ def _exposed_epoch_templates(n: int, L: int) -> List[Lemma]:
     return out
 
 
-def leader_of(o, s, e):
-    """The replica the controller named with epoch ``e`` (the history variable ``epoch_leader``)."""
-    return o.select(list(s.hist.eleader), e)
-
-
 def _epoch_leader_templates(n: int, L: int, E: int, cached: bool) -> List[Lemma]:
     """Over the history variable ``epoch_leader`` (who the controller named with each epoch): one
     leader per epoch, and who may cache an epoch without its records, said after that leader left
     office (which the state alone cannot: the recordless cache entry is all that is left of it)."""
+    def leader_of(o, s, e):
+        return o.select(list(s.hist.eleader), e)
     out = []
     for r in range(n):
         def leads_own(enc, s, r=r):
@@ -1200,18 +1181,6 @@ def _epoch_leader_templates(n: int, L: int, E: int, cached: bool) -> List[Lemma]
         return failovers(o, s, [gone]) <= h.crashes + h.pfails
     out.append(Lemma("EpochLeader[failovers and a pending election within the bounces used]", "history",
                      failovers_and_pending_within_bounces))
-
-    def failovers_pending_and_down_within_bounces(enc, s):
-        """The same, counting besides each other broker down while the controller still has it
-        registered: its bounce is counted, and the controller will fence it (the session timeout)
-        before it can name it or anyone in its place."""
-        o, c = enc.o, s.ctl
-        gone = o.Or(c.leader == UNDEF, *[o.And(c.leader == r, o.Not(o.And(rep.alive, c.live[r])))
-                                         for r, rep in enumerate(s.reps)])
-        down = [o.And(o.Not(rep.alive), c.live[r], c.leader != r) for r, rep in enumerate(s.reps)]
-        return failovers(o, s, [gone] + down) <= s.hist.crashes + s.hist.pfails
-    out.append(Lemma("EpochLeader[failovers, a pending election and brokers down but registered within the bounces used]",
-                     "history", failovers_pending_and_down_within_bounces))
 
     def first_leader(enc, s):
         """The controller hands each epoch out once: epoch 0's leader is the preferred replica."""
@@ -1680,7 +1649,7 @@ def candidates(enc: Encoding, families: Optional[Sequence[str]] = None) -> List[
     out = (_record_templates(n, L) + _epoch_templates(n, L, C, enc.assign_rule is not None) + _fetch_templates(n, L)
            + _agreement_templates(n, L, enc.assign_rule is not None, enc.mode.truncate_on_fetch)
            + (_epoch_answer_templates(n, L, enc.mode.truncate_on_fetch) if enc.assign_rule is not None else [])
-           + _isr_templates(n) + _history_templates(n, L, enc.assign_rule is not None, enc.tracks_history)
+           + _isr_templates(n) + _history_templates(n, L, enc.assign_rule is not None)
            + (_exposed_epoch_templates(n, L) + _epoch_leader_templates(n, L, enc.cfg.max_epoch, enc.assign_rule is not None)
               + _stale_entry_templates(n, L, enc.assign_rule is not None) if enc.tracks_history else [])
            + _scalar_templates(n) + _implication_templates(n)

@@ -65,15 +65,17 @@ FAMILIES: Dict[str, str] = {
     "epoch-answer": "the question before a truncation (OffsetsForLeaderEpoch, or a Fetch's last fetched "
                     "epoch) names the asker's epoch and latest cached epoch; the answer (or diverging "
                     "epoch) is within it, really diverges, is the sender's endOffsetFor while the sender "
-                    "leads, and the follower's log agrees with the sender's below where it truncates",
+                    "leads (and no entry of the diverging epoch past its end stays in the sender's log), "
+                    "and the follower's log agrees with the sender's below where it truncates",
     "clause": "clauses of up to three literals over boolean facts of the state (roles, the controller's "
               "view, messages in flight, how replicas' epochs, LEOs and HWs compare) true in every "
               "state the prefilter saw",
     "history": "acknowledged and exposed records are held by ISR members, KIP-966's eligible replicas, "
-               "leaders at the controller's epoch, the newest leader, and lie below the exposed length; "
-               "over the history variables: a leader holds every record exposed up to its epoch (by the "
-               "epoch that exposed it); one leader per epoch, requests go to and answers come from it, "
-               "a recordless cached epoch was led by its holder, a replica that led every epoch since "
+               "leaders at the controller's epoch, the newest leader, a leader alone in its ISR view, and "
+               "lie below the exposed length; over the history variables: a leader holds every record "
+               "exposed up to its epoch (by the epoch that exposed it; a leader alone in its ISR view "
+               "is at the newest exposing epoch); one leader per epoch, requests go to and answers come "
+               "from it, a recordless cached epoch was led by its holder, a replica that led every epoch since "
                "e holds every entry of e, and (two replicas) every entry of an epoch r led is held by r",
     "scalar-order": "orderings between offsets and epochs (HW, LEO, leader epochs, controller "
                     "epoch, produced, exposed length); a leader's HW is the lowest LEO of its ISR view",

@@ -860,6 +860,11 @@ def _eligible_beyond_isr(o, s, r) -> list:
     return [s.ctl.elr[r], _last_known_electable(o, s, r)]
 
 
+def _alone_in_its_isr_view(o, s, r):
+    """r leads and its ISR view is r alone (its HW is then its own LEO)."""
+    return o.And(_leads(o, s.reps[r]), *[s.reps[r].isr[x] == (x == r) for x in range(len(s.reps))])
+
+
 def _history_templates(n: int, L: int, cached: bool) -> List[Lemma]:
     guards = {
         "controller's ISR": lambda o, s, r: s.ctl.isr[r],
@@ -880,8 +885,7 @@ def _history_templates(n: int, L: int, cached: bool) -> List[Lemma]:
         # replica is eligible until this one expands it (KIP-966 moves a replica to the ELR only
         # when the ISR falls below min.insync.replicas); a zombie of that kind is the only one
         # that may expose records alone (its HW is its own LEO)
-        "sole ISR member leader": lambda o, s, r: o.And(_leads(o, s.reps[r]),
-                                                         *[s.reps[r].isr[x] == (x == r) for x in range(len(s.reps))]),
+        "sole ISR member leader": _alone_in_its_isr_view,
         "any": lambda o, s, r: True,
     }
     out = []
@@ -994,8 +998,8 @@ def _exposed_epoch_templates(n: int, L: int) -> List[Lemma]:
             newest exposing epoch or later: nobody else is eligible until it expands the ISR
             again, so no other replica took office and exposed records after its epoch."""
             o, rep = enc.o, s.reps[r]
-            alone = o.And(_leads(o, rep), *[rep.isr[x] == (x == r) for x in range(len(s.reps))])
-            return _imp(o, alone, o.And(*[exposed(o, s, j, lambda x, xe: xe <= rep.lepoch) for j in range(L)]))
+            return _imp(o, _alone_in_its_isr_view(o, s, r),
+                        o.And(*[exposed(o, s, j, lambda x, xe: xe <= rep.lepoch) for j in range(L)]))
         out.append(Lemma(f"ExposedByItsEpoch[r{r} leader, sole member of its ISR view]", "history", sole_member_not_behind))
 
         def entry_not_newer(enc, s, r=r):

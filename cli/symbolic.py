@@ -95,7 +95,8 @@ def state_lines(model, s) -> str:
     def names(mask):
         return ",".join(replica_name(r) for r in members(mask, model.cfg.replicas)) or "·"
     lines = [f"    {replica_name(r)}: {replica_cell(model, rep, r)}"
-             + (f" isr={names(rep.isr)}" if rep.alive and rep.role == LEADER else "") for r, rep in enumerate(s.replicas)]
+             + (f" isr={names(rep.isr)}" if rep.alive and rep.role == LEADER else "")
+             for r, rep in enumerate(s.replicas)]
     live = names(s.controller.live)
     lines.append(f"    controller: {controller_cell(model, s.controller)} live={live}")
     lines.append(f"    inflight: {messages_cell(model, s, 'inflight')}")

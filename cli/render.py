@@ -116,13 +116,16 @@ def messages_cell(model, s, which: str = "inflight") -> str:
     return "  ".join(cells) or "·"
 
 
+def replica_names(model, mask) -> str:
+    """The replicas of a bitmask (an ISR, the ELR, the live brokers), comma-separated; "" for none."""
+    return ",".join(replica_name(r) for r in members(mask, model.cfg.replicas))
+
+
 def controller_cell(model, c) -> str:
     leader = "none" if c.leader == UNDEFINED else replica_name(c.leader)
-    def names(mask):
-        return ",".join(replica_name(r) for r in members(mask, model.cfg.replicas))
-    cell = f"{leader} e{c.epoch} isr={names(c.isr)}"
+    cell = f"{leader} e{c.epoch} isr={replica_names(model, c.isr)}"
     if model.rules.mode.elr:
-        cell += f" elr={names(c.elr) or '·'} lke={names(c.last_known_elr) or '·'}"
+        cell += f" elr={replica_names(model, c.elr) or '·'} lke={replica_names(model, c.last_known_elr) or '·'}"
     if c.broker_epochs:
         cell += " be=" + ",".join(str(e) for e in c.broker_epochs)
     return cell

@@ -22,13 +22,13 @@ from hwcheck.checker.symbolic import CONCRETE, Encoding, check_covered
 from hwcheck.checker.trace import to_itf
 from hwcheck.spec import ConfigError
 from hwcheck.spec.auxiliary import AUXILIARY
-from hwcheck.spec.state import LEADER, UNDEFINED, members, replica_name
+from hwcheck.spec.state import LEADER, UNDEFINED, replica_name
 
 from . import jsonout
 from .options import (EXIT_HOLDS, EXIT_INTERRUPTED, EXIT_VIOLATION, check_writable, fail, free_default_path,
                       knob_options, make_config, write_trace)
 from .models import DESIGN_MODES
-from .render import controller_cell, messages_cell, replica_cell, settings_line, trace_table
+from .render import controller_cell, messages_cell, replica_cell, replica_names, settings_line, trace_table
 
 EXIT_NOT_INDUCTIVE = 3
 
@@ -92,12 +92,10 @@ def verify_z3(model, depth, checked, out, force, quiet) -> None:
 def state_lines(model, s) -> str:
     """A state in full (a counterexample to induction need not be reachable: show everything,
     a leader's view of the ISR too)."""
-    def names(mask):
-        return ",".join(replica_name(r) for r in members(mask, model.cfg.replicas)) or "·"
     lines = [f"    {replica_name(r)}: {replica_cell(model, rep, r)}"
-             + (f" isr={names(rep.isr)}" if rep.alive and rep.role == LEADER else "")
+             + (f" isr={replica_names(model, rep.isr) or '·'}" if rep.alive and rep.role == LEADER else "")
              for r, rep in enumerate(s.replicas)]
-    live = names(s.controller.live)
+    live = replica_names(model, s.controller.live) or "·"
     lines.append(f"    controller: {controller_cell(model, s.controller)} live={live}")
     lines.append(f"    inflight: {messages_cell(model, s, 'inflight')}")
     lines.append(f"    stale: {messages_cell(model, s, 'stale')}")

@@ -350,6 +350,17 @@ def _epoch_templates(n: int, L: int, C: int, cached: bool) -> List[Lemma]:
                                for i in range(C) for j in range(C)])
             out.append(Lemma(f"RecordlessEpochHeldOnce[r{r}, r{b}]", "cache-faithful", recordless_once))
 
+        def recordless_unwritten(enc, s, r=r):
+            """An epoch cached without records was never written: its leader cached it at
+            become_leader and wrote nothing (an entry it wrote and lost went with a truncation
+            that dropped the epoch from its cache too), so no log or FetchResponse holds an entry
+            of it. A FetchResponse with records therefore never answers a Fetch whose last
+            fetched epoch is one (the sender has no such epoch to validate it with)."""
+            o, rep = enc.o, s.reps[r]
+            return o.And(*[_imp(o, o.And(_recordless(o, rep, k), present(j)), slots[j][1] != rep.cache[k][0])
+                           for k in range(C) for _, present, slots in _sources(enc, s) for j in range(L)])
+        out.append(Lemma(f"RecordlessEpochUnwritten[r{r}]", "cache-faithful", recordless_unwritten))
+
         def latest_vs_log(enc, s, r=r):
             o, rep = enc.o, s.reps[r]
             latest = enc.latest_epoch(rep)
@@ -414,7 +425,12 @@ def _sender_at_its_epoch(o, s, f, l):
     return o.And(_leads(o, s.reps[l]), s.reps[l].lepoch == s.reps[f].lepoch)
 
 
-def _epoch_answer_templates(n: int, L: int, on_fetch: bool) -> List[Lemma]:
+def _named_only_since(o, s, r, epoch):
+    """(history variables) every epoch the controller handed out after ``epoch`` went to r."""
+    return o.And(*[_imp(o, o.And(epoch < e, e <= s.ctl.epoch), x == r) for e, x in enumerate(s.hist.eleader) if e > 0])
+
+
+def _epoch_answer_templates(n: int, L: int, on_fetch: bool, dated: bool) -> List[Lemma]:
     """The question a follower asks before it truncates and its answer: OffsetsForLeaderEpoch
     (KIP-101; request: its leader epoch and latest cached epoch; answer: (epoch, end)) or, with
     truncation on fetch (KAFKA-10554, ``on_fetch``), the Fetch's last fetched epoch and a
@@ -563,6 +579,16 @@ def _epoch_answer_templates(n: int, L: int, on_fetch: bool) -> List[Lemma]:
             plain = o.And(m.kind == FETCH_RESPONSE, m.c == UNDEF) if on_fetch else m.kind == FETCH_RESPONSE
             return _imp(o, plain, m.start == s.reps[f].leo)
         out.append(Lemma(f"FetchResponseInRange[resp(r{f})]", "epoch-answer", in_range))
+        if on_fetch:
+            def no_records_past_recordless(enc, s, f=f):
+                """No records answer a follower that caches an epoch without records: its Fetch
+                named that epoch as its last fetched epoch, which no sender can validate (nobody
+                wrote an entry of it, and the sender did not lead it): the answer is a diverging
+                epoch (Partition.fetchRecords, KAFKA-10554). An empty log sends no last fetched epoch."""
+                o, m, rf = enc.o, s.msgs[f], s.reps[f]
+                return _imp(o, o.And(m.kind == FETCH_RESPONSE, m.c == UNDEF, rf.leo > 0),
+                            o.And(*[o.Not(_recordless(o, rf, k)) for k in range(len(rf.cache))]))
+            out.append(Lemma(f"NoRecordsPastARecordlessEpoch[resp(r{f})]", "epoch-answer", no_records_past_recordless))
         for l in range(n):
             if l == f:
                 continue
@@ -600,7 +626,12 @@ def _epoch_answer_templates(n: int, L: int, on_fetch: bool) -> List[Lemma]:
                     # taken nothing from a newer leader since)
                     ("sender's latest cached epoch the follower's",
                      lambda o, s, f, l: latest_cached_epoch(o, s.reps[l]) == s.reps[f].lepoch,
-                     lambda s, f, l: s.reps[f].lepoch)):
+                     lambda s, f, l: s.reps[f].lepoch)) + ((
+                    # (history variables) back in office with no other leader named in between:
+                    # nobody answered it since, so its log below the follower's epoch is as it was
+                    ("sender leads, no other replica named since the follower's epoch",
+                     lambda o, s, f, l: o.And(_leads(o, s.reps[l]), _named_only_since(o, s, l, s.reps[f].lepoch)),
+                     lambda s, f, l: s.reps[f].lepoch),) if dated else ()):
                 def lookup(enc, s, f=f, l=l, guard=guard, answered=answered):
                     o, m, rf, rl = enc.o, s.msgs[f], s.reps[f], s.reps[l]
                     epoch, end = said(m)
@@ -865,6 +896,22 @@ def _alone_in_its_isr_view(o, s, r):
     return o.And(_leads(o, s.reps[r]), *[s.reps[r].isr[x] == (x == r) for x in range(len(s.reps))])
 
 
+def _held_by(r: int, g: str, guard, L: int) -> List[Lemma]:
+    """AckedHeld and ExposedHeld of replica r under ``guard`` (o, s, r): it holds every record
+    acknowledged to the producer, and every record consumers saw, at its offset."""
+    def acked_held(enc, s):
+        o, rep = enc.o, s.reps[r]
+        return _imp(o, guard(o, s, r), o.And(*[
+            _imp(o, off != UNDEF, o.And(off < rep.leo, o.select([e[0] for e in rep.log], off) == rec))
+            for rec, off in enumerate(s.hist.acked)]))
+
+    def exposed_held(enc, s):
+        o, rep, h = enc.o, s.reps[r], s.hist
+        return _imp(o, guard(o, s, r), o.And(*[_imp(o, j < h.xlen, _holds_at(o, rep, j, h.exposed[j]))
+                                               for j in range(L)]))
+    return [Lemma(f"AckedHeld[r{r},{g}]", "history", acked_held), Lemma(f"ExposedHeld[r{r},{g}]", "history", exposed_held)]
+
+
 def _history_templates(n: int, L: int, cached: bool) -> List[Lemma]:
     guards = {
         "controller's ISR": lambda o, s, r: s.ctl.isr[r],
@@ -891,18 +938,7 @@ def _history_templates(n: int, L: int, cached: bool) -> List[Lemma]:
     out = []
     for r in range(n):
         for g, guard in guards.items():
-            def acked_held(enc, s, r=r, guard=guard):
-                o, rep = enc.o, s.reps[r]
-                return _imp(o, guard(o, s, r), o.And(*[
-                    _imp(o, off != UNDEF, o.And(off < rep.leo, o.select([e[0] for e in rep.log], off) == rec))
-                    for rec, off in enumerate(s.hist.acked)]))
-            out.append(Lemma(f"AckedHeld[r{r},{g}]", "history", acked_held))
-
-            def exposed_held(enc, s, r=r, guard=guard):
-                o, rep, h = enc.o, s.reps[r], s.hist
-                return _imp(o, guard(o, s, r), o.And(*[_imp(o, j < h.xlen, _holds_at(o, rep, j, h.exposed[j]))
-                                                       for j in range(L)]))
-            out.append(Lemma(f"ExposedHeld[r{r},{g}]", "history", exposed_held))
+            out += _held_by(r, g, guard, L)
 
             def exposed_below_hw(enc, s, r=r, guard=guard):
                 o, rep, h = enc.o, s.reps[r], s.hist
@@ -1218,6 +1254,55 @@ def _epoch_leader_templates(n: int, L: int, E: int, cached: bool) -> List[Lemma]
         o = enc.o
         return o.And(*[_imp(o, e > s.ctl.epoch, x == UNDEF) for e, x in enumerate(s.hist.eleader)])
     out.append(Lemma("EpochLeader[none past the controller's epoch]", "history", none_ahead))
+
+    def exposed_by_later_leaders(enc, s):
+        """A leader the controller named after the epoch that exposed an offset holds what consumers
+        saw there: it was elected from replicas that hold it (the ISR, KIP-966's ELR or last known
+        leader), and a replica that holds an exposed entry keeps it (a follower truncates only
+        where it diverges from its leader, which holds it too)."""
+        o, h = enc.o, s.hist
+        out_ = []
+        for j in range(L):
+            for e in range(1, E + 1):
+                named = o.And(j < h.xlen, h.xepoch[j] < e, e <= s.ctl.epoch)
+                out_ += [_imp(o, o.And(named, h.eleader[e] == x), _holds_at(o, rx, j, h.exposed[j]))
+                         for x, rx in enumerate(s.reps)]
+        return o.And(*out_)
+    out.append(Lemma("EpochLeader[a leader named after an exposing epoch holds what it exposed]", "history",
+                     exposed_by_later_leaders))
+
+    for l in range(n):
+        for x in range(n):
+            if x == l:
+                continue
+
+            def newer_named_in_stale_view(enc, s, l=l, x=x):
+                """A stale leader's ISR view holds every replica the controller named leader of a
+                newer epoch (NewerLeaderInStaleView, said of every newer epoch, not only the
+                controller's): it was elected from an ISR the stale leader could shrink only at
+                its own epoch, through its view."""
+                o, rl = enc.o, s.reps[l]
+                newer = o.Or(*[o.And(rl.lepoch < e, e <= s.ctl.epoch, s.hist.eleader[e] == x) for e in range(1, E + 1)])
+                return _imp(o, o.And(_leads(o, rl), newer), rl.isr[x])
+            out.append(Lemma(f"EpochLeader[a leader named with a newer epoch, r{x}, is in stale leader r{l}'s ISR view]",
+                             "history", newer_named_in_stale_view))
+
+    def unsucceeded(o, s, r):
+        """r leads, and every epoch the controller handed out after r's was handed to r: nobody
+        else has led since, whatever the others' caches forgot (a restart trims an epoch cached
+        without records), so nobody else exposed anything."""
+        return o.And(_leads(o, s.reps[r]), _named_only_since(o, s, r, s.reps[r].lepoch))
+    for r in range(n):
+        out += _held_by(r, "leader no other replica was named after", unsucceeded, L)
+
+    def last_known_led(enc, s):
+        """KIP-966: the last known leader is the leader the controller named with its epoch (the ISR
+        became empty when that leader left it; no election since, which clears it)."""
+        o, c = enc.o, s.ctl
+        if not c.lke:
+            return True
+        return o.And(*[_imp(o, c.lke[x], leader_of(o, s, c.epoch) == x) for x in range(n)])
+    out.append(Lemma("EpochLeader[the last known leader led the controller's epoch]", "history", last_known_led))
 
     def every_epoch_led(enc, s):
         o = enc.o
@@ -1670,7 +1755,7 @@ def candidates(enc: Encoding, families: Optional[Sequence[str]] = None) -> List[
     n, L, C = enc.n, enc.L, enc.C
     out = (_record_templates(n, L) + _epoch_templates(n, L, C, enc.assign_rule is not None) + _fetch_templates(n, L)
            + _agreement_templates(n, L, enc.assign_rule is not None, enc.mode.truncate_on_fetch)
-           + (_epoch_answer_templates(n, L, enc.mode.truncate_on_fetch) if enc.assign_rule is not None else [])
+           + (_epoch_answer_templates(n, L, enc.mode.truncate_on_fetch, enc.tracks_history) if enc.assign_rule is not None else [])
            + _isr_templates(n) + _history_templates(n, L, enc.assign_rule is not None)
            + (_exposed_epoch_templates(n, L) + _epoch_leader_templates(n, L, enc.cfg.max_epoch, enc.assign_rule is not None)
               + _stale_entry_templates(n, L, enc.assign_rule is not None) if enc.tracks_history else [])
@@ -2022,6 +2107,24 @@ def drop_chain(model, d: Discovery, target: str) -> Tuple[Dict[str, Drop], List[
         todo += blockers
     roots = sorted((n for n, drop in chain.items() if not drop.blockers), key=lambda n: chain[n].round)
     return chain, roots
+
+
+def only_clauses_blocked(chain: Dict[str, Drop], lemmas: Dict[str, Lemma]) -> List[str]:
+    """The named lemmas on a drop chain whose counterexample only clauses excluded (every blocker
+    of the clause family), by round. A clause fits the states the prefilter saw, so these are the
+    named lemmas that lost their support to the clause family's guesses: a new named lemma must
+    exclude the state, or the state is reachable and the named lemma false (a larger reach limit
+    tells which).
+
+    >>> lem = {"c": Lemma("c", "clause", None), "n": Lemma("n", "history", None)}
+    >>> only_clauses_blocked({"n": Drop("n", 5, ("step",), ["c"]), "c": Drop("c", 2, ("step",), [])}, lem)
+    ['n']
+    """
+    def is_clause(name):
+        return name in lemmas and lemmas[name].family == "clause"
+    return sorted((name for name, drop in chain.items()
+                   if drop.blockers and not is_clause(name) and all(is_clause(b) for b in drop.blockers)),
+                  key=lambda name: chain[name].round)
 
 
 def _holds(cenc: Encoding, lemmas: Dict[str, Lemma], name: str, v) -> bool:

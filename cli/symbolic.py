@@ -15,7 +15,7 @@ import click
 
 from hwcheck.checker.bfs import bfs
 from hwcheck.checker.bmc import NOT_INDUCTIVE, EncodingError, bmc, prove as k_induction
-from hwcheck.checker.houdini import FAMILIES, check_lemmas, discover, drop_chain, proof_model
+from hwcheck.checker.houdini import FAMILIES, check_lemmas, discover, drop_chain, only_clauses_blocked, proof_model
 from hwcheck.checker.lemma_file import LemmaFileError, read_back, settings, to_json
 from hwcheck.checker.result import HOLDS, INTERRUPTED, VIOLATED, Trace
 from hwcheck.checker.symbolic import CONCRETE, Encoding, check_covered
@@ -254,6 +254,18 @@ def _drop_chain_lines(model, d, shown_roots: int = 3) -> List[str]:
         if i < shown_roots:
             before = cenc.to_state(d.befores[r])
             lines.append(state_lines(model, before))
+    guessed = only_clauses_blocked(chain, d.lemmas)
+    if guessed:
+        lines.append(f"named lemmas dropped where only clauses excluded the state ({len(guessed)}): a clause fits the states the "
+                     f"prefilter saw, so a named lemma must exclude the state, or it is reachable (a larger "
+                     f"--reach-limit tells which)")
+        shown = set()
+        for name in guessed:
+            drop = chain[name]
+            lines.append(f"  round {drop.round}: {name} at {model.format_label(drop.label)}")
+            if drop.round not in shown and len(shown) < shown_roots:
+                shown.add(drop.round)
+                lines.append(state_lines(model, cenc.to_state(d.befores[drop.round])))
     return lines
 
 

@@ -1252,6 +1252,10 @@ def _epoch_leader_templates(n: int, L: int, E: int, cached: bool) -> List[Lemma]
         return o.And(*[_imp(o, e > s.ctl.epoch, x == UNDEF) for e, x in enumerate(s.hist.eleader)])
     out.append(Lemma("EpochLeader[none past the controller's epoch]", "history", none_ahead))
 
+    def handed_out_after(o, s, k, e):
+        """Epoch e was handed out after epoch k (the controller is at e or later)."""
+        return o.And(k < e, e <= s.ctl.epoch)
+
     def exposed_by_later_leaders(enc, s):
         """A leader the controller named after the epoch that exposed an offset holds what consumers
         saw there: it was elected from replicas that hold it (the ISR, KIP-966's ELR or last known
@@ -1261,7 +1265,7 @@ def _epoch_leader_templates(n: int, L: int, E: int, cached: bool) -> List[Lemma]
         out_ = []
         for j in range(L):
             for e in range(1, E + 1):
-                named = o.And(j < h.xlen, h.xepoch[j] < e, e <= s.ctl.epoch)
+                named = o.And(j < h.xlen, handed_out_after(o, s, h.xepoch[j], e))
                 out_ += [_imp(o, o.And(named, h.eleader[e] == x), _holds_at(o, rx, j, h.exposed[j]))
                          for x, rx in enumerate(s.reps)]
         return o.And(*out_)
@@ -1279,7 +1283,7 @@ def _epoch_leader_templates(n: int, L: int, E: int, cached: bool) -> List[Lemma]
                 controller's): it was elected from an ISR the stale leader could shrink only at
                 its own epoch, through its view."""
                 o, rl = enc.o, s.reps[l]
-                newer = o.Or(*[o.And(rl.lepoch < e, e <= s.ctl.epoch, s.hist.eleader[e] == x) for e in range(1, E + 1)])
+                newer = o.Or(*[o.And(handed_out_after(o, s, rl.lepoch, e), s.hist.eleader[e] == x) for e in range(1, E + 1)])
                 return _imp(o, o.And(_leads(o, rl), newer), rl.isr[x])
             out.append(Lemma(f"EpochLeader[a leader named with a newer epoch, r{x}, is in stale leader r{l}'s ISR view]",
                              "history", newer_named_in_stale_view))
@@ -1289,7 +1293,7 @@ def _epoch_leader_templates(n: int, L: int, E: int, cached: bool) -> List[Lemma]
         else has led since, whatever the others' caches forgot (a restart trims an epoch cached
         without records), so nobody else exposed anything."""
         rep = s.reps[r]
-        return o.And(_leads(o, rep), *[_imp(o, o.And(rep.lepoch < e, e <= s.ctl.epoch), s.hist.eleader[e] == r)
+        return o.And(_leads(o, rep), *[_imp(o, handed_out_after(o, s, rep.lepoch, e), s.hist.eleader[e] == r)
                                        for e in range(1, E + 1)])
     for r in range(n):
         out += _held_by(r, "leader no other replica was named after", unsucceeded, L)

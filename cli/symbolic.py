@@ -240,32 +240,31 @@ def _drop_chain_lines(model, d, shown_roots: int = 3) -> List[str]:
     lines.append(f"roots ({len(roots)}): dropped at a step from a state that no candidate dropped before excludes; "
                  f"a new lemma must exclude it (or the state is reachable beyond the states the prefilter saw); "
                  f"named lemmas first, then the steps that dropped clauses only")
-    by_step: dict = {}
-    for name in roots:
-        by_step.setdefault(chain[name].round, []).append(name)
-
-    def clauses_only(step) -> bool:     # a step that dropped clauses alone is shown last
-        return all(n in d.lemmas and d.lemmas[n].family == "clause" for n in step[1])
     cenc = Encoding(model, CONCRETE)
-    for i, (r, found) in enumerate(sorted(by_step.items(), key=lambda step: (clauses_only(step), step[0]))):
-        drop = chain[found[0]]
-        names = ", ".join(found[:4]) + (f" and {len(found) - 4} more" if len(found) > 4 else "")
-        lines.append(f"  round {r}: {names} at {model.format_label(drop.label)}")
-        if i < shown_roots:
-            before = cenc.to_state(d.befores[r])
-            lines.append(state_lines(model, before))
+
+    def steps_lines(names, last=lambda found: False) -> List[str]:
+        """The steps that dropped ``names``, one line each by round (those ``last`` picks at the
+        end), the first ``shown_roots`` with the state z3 dropped them from."""
+        by_step: dict = {}
+        for name in names:
+            by_step.setdefault(chain[name].round, []).append(name)
+        out = []
+        for i, (r, found) in enumerate(sorted(by_step.items(), key=lambda step: (last(step[1]), step[0]))):
+            shown = ", ".join(found[:4]) + (f" and {len(found) - 4} more" if len(found) > 4 else "")
+            out.append(f"  round {r}: {shown} at {model.format_label(chain[found[0]].label)}")
+            if i < shown_roots:
+                out.append(state_lines(model, cenc.to_state(d.befores[r])))
+        return out
+
+    def clauses_only(found) -> bool:     # a step that dropped clauses alone is shown last
+        return all(n in d.lemmas and d.lemmas[n].family == "clause" for n in found)
+    lines += steps_lines(roots, clauses_only)
     guessed = only_clauses_blocked(chain, d.lemmas)
     if guessed:
         lines.append(f"named lemmas dropped where only clauses excluded the state ({len(guessed)}): a clause fits the states the "
                      f"prefilter saw, so a named lemma must exclude the state, or it is reachable (a larger "
                      f"--reach-limit tells which)")
-        shown = set()
-        for name in guessed:
-            drop = chain[name]
-            lines.append(f"  round {drop.round}: {name} at {model.format_label(drop.label)}")
-            if drop.round not in shown and len(shown) < shown_roots:
-                shown.add(drop.round)
-                lines.append(state_lines(model, cenc.to_state(d.befores[drop.round])))
+        lines += steps_lines(guessed)
     return lines
 
 

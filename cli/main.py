@@ -21,6 +21,7 @@ from . import graph as _graph, symbolic as _symbolic
 from .gate import gate
 from .modes import modes
 from .replay import replay
+from .reproduce import reproduce
 from .simulate import simulate
 from .verify import verify
 
@@ -93,6 +94,9 @@ cli.add_command(_symbolic.prove)
 
 # random walks for what bfs cannot finish (issue 15): `hwcheck simulate`
 cli.add_command(simulate)
+
+# real Kafka clusters (issue 37): `hwcheck reproduce`
+cli.add_command(reproduce)
 
 # --mode-file on replay: outside --focus and lassos (cli/graph.py), which replay the variant too
 replay.callback = replay_mode_file(replay.callback, fail, read_text)

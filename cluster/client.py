@@ -1,0 +1,106 @@
+"""The clients of a reproduction: one producer and one admin client (librdkafka, through
+confluent-kafka), as a user's application would have them.
+
+The producer sends record ``k`` as the value ``b"k"`` to partition 0, acks as the trace's knob,
+without idempotence or retries (a retry would write a record the model never produced), one
+record per request; a delivery report with no error is the acknowledgement the model's history
+records (record -> offset).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Dict
+
+from .brokers import TOPIC, Cluster, ClusterError
+
+
+def _confluent():
+    try:
+        import confluent_kafka
+        from confluent_kafka import admin
+    except ImportError:
+        raise ClusterError("the Python package confluent-kafka is missing: pip install 'hwcheck[reproduce]'") from None
+    return confluent_kafka, admin
+
+
+class Client:
+    def __init__(self, cluster: Cluster, acks: str):
+        self.cluster = cluster
+        self.acks = acks
+        self.acked: Dict[int, int] = {}
+        self.failed: Dict[int, str] = {}
+        self.produced = 0
+        self.producer = self.admin = None
+
+    def __enter__(self) -> "Client":
+        ck, admin = _confluent()
+        boot = ",".join(f"127.0.0.1:{b.port}" for b in self.cluster.brokers())
+        quiet = {"log_level": 0, "logger": lambda *a: None}
+        self.admin = admin.AdminClient({"bootstrap.servers": boot, **quiet})
+        self.producer = ck.Producer({
+            "bootstrap.servers": boot, "acks": "all" if self.acks == "all" else "1",
+            "enable.idempotence": False, "retries": 0, "linger.ms": 0, "compression.type": "none",
+            "max.in.flight.requests.per.connection": 1, "message.timeout.ms": 300000,
+            "request.timeout.ms": 120000, "metadata.max.age.ms": 1000,
+            "topic.metadata.refresh.interval.ms": 500, "reconnect.backoff.max.ms": 500, **quiet})
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.producer is not None:
+            self.producer.purge()
+            self.producer.poll(0)
+        self.producer = self.admin = None
+
+    def _report(self, err, msg) -> None:
+        rec = int(msg.value().decode())
+        if err is None:
+            self.acked[rec] = msg.offset()
+        else:
+            self.failed[rec] = str(err.name() if hasattr(err, "name") else err)
+
+    def sleep(self, seconds: float) -> None:
+        """Wait, serving the producer's delivery reports meanwhile."""
+        deadline = time.monotonic() + seconds
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            self.producer.poll(min(left, 0.1))
+
+    def produce(self) -> int:
+        rec = self.produced
+        self.producer.produce(TOPIC, value=str(rec).encode(), partition=0, on_delivery=self._report)
+        self.producer.poll(0)
+        self.produced += 1
+        return rec
+
+    def create_topic(self, min_isr: int, unclean: bool, timeout: float = 60.0) -> None:
+        """The partition, assigned [0, 1, ...] so that the preferred leader is the model's r0; then
+        wait until r0 leads with every replica in the ISR (the model's initial state)."""
+        _, admin = _confluent()
+        n = self.cluster.replicas
+        deadline = time.monotonic() + timeout
+        while len(self.admin.list_topics(timeout=5).brokers) < n:
+            if time.monotonic() > deadline:
+                raise ClusterError(f"only {len(self.admin.list_topics(timeout=5).brokers)} of {n} brokers registered in {timeout:.0f} s")
+            time.sleep(0.2)
+        topic = admin.NewTopic(TOPIC, num_partitions=1, replica_assignment=[list(range(n))],
+                               config={"min.insync.replicas": str(min_isr),
+                                       "unclean.leader.election.enable": str(unclean).lower()})
+        self.admin.create_topics([topic])[TOPIC].result(timeout)
+        while True:
+            p = self.admin.list_topics(TOPIC, timeout=5).topics[TOPIC].partitions.get(0)
+            if p is not None and p.leader == 0 and sorted(p.isrs) == list(range(n)):
+                return
+            if time.monotonic() > deadline:
+                raise ClusterError(f"the partition did not reach leader r0 with a full ISR in {timeout:.0f} s")
+            time.sleep(0.1)
+
+    def elect_preferred(self) -> None:
+        ck, admin = _confluent()
+        from confluent_kafka import ElectionType, TopicPartition
+        result = self.admin.elect_leaders(ElectionType.PREFERRED, [TopicPartition(TOPIC, 0)]).result(30)
+        for _, err in (result or {}).items():
+            if err is not None:
+                raise ClusterError(f"preferred election refused: {err}")

@@ -1,0 +1,167 @@
+"""The cluster in the model's words, and how it is compared with the model's state.
+
+A ``View`` is what the harness can see of the partition: the controller's leader, leader epoch,
+ISR, ELR and last known ELR (as the brokers' metadata reports them: DescribeTopicPartitions from
+3.8, Metadata v7 before, which has no ELR), and per replica whether its process runs, its log as
+record@epoch (read from its segment files: the batches' partitionLeaderEpoch) and its HW (its
+``replication-offset-checkpoint``, written every 200 ms), plus what the producer was told.
+
+``compare`` is the checkpoint rule of cluster/plan.py: the controller, the processes and the
+producer's acknowledgements as the model has them, and each log equal to the model's or ahead of
+it only by records its leader already holds in the model (replication the cluster ran early).
+Leader epochs are shown, not compared: KRaft numbers them differently (it bumps the epoch on every
+leader change, including to no leader; docs/reproduce.md).
+"""
+
+from __future__ import annotations
+
+from typing import Dict, FrozenSet, List, NamedTuple, Optional, Tuple
+
+from hwcheck.spec.state import UNDEFINED, State, members
+
+from . import disk, wire
+from .brokers import TOPIC, Cluster
+
+
+class ReplicaView(NamedTuple):
+    alive: bool                        # the broker process runs (a paused one too)
+    paused: bool
+    log: Tuple[Tuple[int, int], ...]   # (record, partitionLeaderEpoch) per offset
+    hw: int                            # from its replication-offset-checkpoint
+
+
+class View(NamedTuple):
+    leader: Optional[int]              # None: no broker could be asked; -1: no leader
+    epoch: Optional[int]
+    isr: Optional[FrozenSet[int]]
+    elr: Optional[FrozenSet[int]]      # None where the release (or the API asked) has no ELR
+    last_known_elr: Optional[FrozenSet[int]]
+    replicas: Tuple[ReplicaView, ...]
+    acked: Dict[int, int]              # record -> the offset the producer was told
+
+    @property
+    def known(self) -> bool:
+        return self.leader is not None
+
+
+def _record(value: bytes) -> int:
+    try:
+        return int(value.decode())
+    except ValueError:
+        return -1
+
+
+def replica_view(cluster: Cluster, r: int) -> ReplicaView:
+    b = cluster.broker(r)
+    try:
+        log = tuple((_record(e.value), e.epoch) for e in disk.read_log(b.partition_dir)) if b.partition_dir.exists() else ()
+    except (OSError, disk.DiskError):
+        log = ()
+    hw = disk.offset_checkpoint(b.data / "replication-offset-checkpoint").get((TOPIC, 0), 0)
+    return ReplicaView(b.running, b.paused, log, hw)
+
+
+def controller_view(cluster: Cluster) -> Optional[wire.PartitionView]:
+    """The partition as the running, unpaused brokers' metadata says; the leader's own answer
+    first (it hears of ISR changes it asked for before the others do)."""
+    answers = []
+    for b in cluster.brokers():
+        if not b.running or b.paused:
+            continue
+        try:
+            answers.append((b.node_id, wire.partition_view("127.0.0.1", b.port, TOPIC, 0, timeout=1.0)))
+        except (wire.WireError, OSError):
+            continue
+    if not answers:
+        return None
+    for node, view in answers:
+        if view.leader == node:
+            return view
+    return max(answers, key=lambda a: a[1].leader_epoch)[1]
+
+
+def observe(cluster: Cluster, acked: Dict[int, int]) -> View:
+    pv = controller_view(cluster)
+    replicas = tuple(replica_view(cluster, r) for r in range(cluster.replicas))
+    if pv is None:
+        return View(None, None, None, None, None, replicas, dict(acked))
+    as_set = lambda ids: None if ids is None else frozenset(ids)
+    return View(pv.leader, pv.leader_epoch, frozenset(pv.isr), as_set(pv.elr), as_set(pv.last_known_elr),
+                replicas, dict(acked))
+
+
+# ------------------------------------------------------------------ comparison with the model
+
+def model_acked(s: State) -> Dict[int, int]:
+    return {rec: off for rec, off in enumerate(s.history.acked) if off != UNDEFINED}
+
+
+def compare(s: State, v: View, upper: State, elr: bool) -> List[str]:
+    """What differs between the model's checkpoint state ``s`` and the cluster, as short phrases
+    (empty: they agree). ``upper`` is the model's next checkpoint: acknowledgements the cluster
+    gave early must be among its. ``elr``: compare ELR and last known ELR too."""
+    n = len(s.replicas)
+    out = []
+    c = s.controller
+    if v.known:
+        if v.leader != c.leader:
+            out.append(f"leader {_who(c.leader)} vs {_who(v.leader)}")
+        if v.isr != frozenset(members(c.isr, n)):
+            out.append(f"isr {_set(members(c.isr, n))} vs {_set(v.isr)}")
+        if elr and v.elr is not None and v.elr != frozenset(members(c.elr, n)):
+            out.append(f"elr {_set(members(c.elr, n))} vs {_set(v.elr)}")
+    leader_log = tuple(r for r, _ in s.replicas[c.leader].log) if c.leader != UNDEFINED else ()
+    for r, (rep, real) in enumerate(zip(s.replicas, v.replicas)):
+        if bool(rep.alive) != real.alive:
+            out.append(f"r{r} {'up' if rep.alive else 'down'} vs {'up' if real.alive else 'down'}")
+        model_log = tuple(rec for rec, _ in rep.log)
+        real_log = tuple(rec for rec, _ in real.log)
+        ahead_ok = (rep.alive and real_log[:len(model_log)] == model_log
+                    and leader_log[:len(real_log)] == real_log)
+        if real_log != model_log and not ahead_ok:
+            out.append(f"r{r} log {_records(model_log)} vs {_records(real_log)}")
+    low, high = model_acked(s), model_acked(upper)
+    if not (low.items() <= v.acked.items() <= high.items()):
+        out.append(f"acked {_acks(low)} vs {_acks(v.acked)}")
+    return out
+
+
+def _who(r) -> str:
+    return "none" if r is None or r == UNDEFINED else f"r{r}"
+
+
+def _set(ids) -> str:
+    return ",".join(f"r{i}" for i in sorted(ids)) if ids else "·"
+
+
+def _records(log) -> str:
+    return "[" + " ".join(str(r) for r in log) + "]" if log else "[·]"
+
+
+def _acks(acked: Dict[int, int]) -> str:
+    return "{" + ", ".join(f"{r}@{o}" for r, o in sorted(acked.items())) + "}"
+
+
+def render_replica(r: ReplicaView) -> str:
+    """One replica as the trace table draws it.
+
+    >>> render_replica(ReplicaView(True, False, ((0, 0), (1, 2)), 1))
+    'up [0@0 1@2] leo=2 hw=1'
+    """
+    state = ("paused" if r.paused else "up") if r.alive else "down"
+    log = " ".join(f"{rec}@{ep}" for rec, ep in r.log) or "·"
+    return f"{state} [{log}] leo={len(r.log)} hw={r.hw}"
+
+
+def render_controller(v: View) -> str:
+    """The controller column.
+
+    >>> render_controller(View(0, 3, frozenset({0}), frozenset({1}), frozenset(), (), {}))
+    'r0 e3 isr=r0 elr=r1 lke=·'
+    """
+    if not v.known:
+        return "? (no broker to ask)"
+    text = f"{_who(v.leader)} e{v.epoch} isr={_set(v.isr)}"
+    if v.elr is not None:
+        text += f" elr={_set(v.elr)} lke={_set(v.last_known_elr)}"
+    return text

@@ -1,0 +1,186 @@
+"""A trace compiled to real steps: what the harness does to the cluster, and what it waits for.
+
+A step of the model is either *placed* by the harness (a client or an operator acts, a process or
+a disk fails) or *awaited* (Kafka does it by itself: fetches, ISR changes, the controller's
+reactions, a broker applying LeaderAndIsr). The real cluster runs every awaited step as soon as it
+can, so the harness compares it with the model only at *checkpoints*: the model's state just
+before each placed step, and the last state. Between two checkpoints a replica may run ahead of
+the model by replication alone (a follower copies what its leader already has, a HW moves, the
+producer hears of an acknowledgement early); a checkpoint allows that and nothing else.
+
+Where the model keeps a follower from copying a record it never gets while that leader lives, the
+harness pauses the follower (SIGSTOP) before the step that writes the record and resumes it after
+the step that ends that leader's office. A pause long enough for the leader to drop the follower
+from the ISR is what Kafka's lag check sees; it must stay shorter than the session timeout.
+
+>>> from hwcheck.checker.trace import load_itf, replay
+>>> doc = load_itf(open("counterexamples/kip966-kafka-19522-fenced-leader.itf.json").read())
+>>> plan = compile_trace(replay(doc).trace.states, [s["#meta"]["action"] for s in doc["states"][1:]])
+>>> [(s.index, s.label, s.pause_before, s.resume_after) for s in plan.steps if s.placed]
+[(1, 'produce(r0)', (1,), ()), (3, 'crash(r0)', (), (1,)), (5, 'restart(r0)', (), ()), (6, 'controlled_shutdown(r0)', (), ())]
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import List, Optional, Sequence, Tuple
+
+from hwcheck.spec.state import LEADER, UNDEFINED, State
+
+# placed steps: the model's action -> what the harness does (cluster/run.py)
+PLACED = {
+    "produce": "produce",                        # the producer sends the next record
+    "crash": "kill",                             # SIGKILL
+    "power_fail": "power_fail",                  # SIGKILL, the log cut back to the recovery point
+    "lose_disk": "lose_disk",                    # SIGKILL, the log directory wiped (and formatted: KRaft)
+    "restart": "restart",                        # the broker process started again
+    "controlled_shutdown": "terminate",          # SIGTERM: KafkaServer.controlledShutdown
+    "controlled_shutdown_leader": "terminate",   # the same; the controller picks the next leader itself
+    "elect_preferred": "elect_preferred",        # Admin.electLeaders(PREFERRED)
+}
+
+# steps no process-level action can place or wait for (stage 2: a replication proxy, or a knob)
+UNSUPPORTED = {
+    "flush": "needs the flushed point moved on command: not supported yet",
+    "session_expire": "needs a ZooKeeper session expired on command: not supported yet",
+    "leader_handle_stale_fetch": "needs one Fetch held: not supported yet",
+    "reject_request": "needs one Fetch held: not supported yet",
+}
+
+_LABEL = re.compile(r"^([a-z_]+)\(([^)]*)\)$")
+
+
+class PlanError(ValueError):
+    """A trace this stage of the harness cannot run (one line, for the user)."""
+
+
+@dataclass
+class Step:
+    index: int                    # the model's step number (1-based, as in the trace table)
+    label: str                    # as in the trace: "crash(r1)"
+    action: str                   # the model's action name
+    args: Tuple[int, ...]         # replica ids
+    do: str = ""                  # for a placed step, what the harness does (PLACED); "" awaited
+    pause_before: Tuple[int, ...] = ()
+    resume_after: Tuple[int, ...] = ()
+    checkpoint: bool = False      # the state after this step is compared with the cluster
+    hold: bool = False            # wait a restart's time before placing it (see _plan_holds)
+
+    @property
+    def placed(self) -> bool:
+        return bool(self.do)
+
+
+@dataclass
+class Plan:
+    steps: List[Step] = field(default_factory=list)
+
+    def checkpoints(self) -> List[int]:
+        """The state indexes compared with the cluster (0 is the initial state)."""
+        return [0] + [s.index for s in self.steps if s.checkpoint]
+
+
+def parse_label(text: str) -> Tuple[str, Tuple[int, ...]]:
+    """``"leader_handle_fetch(r0,r1)"`` -> ``("leader_handle_fetch", (0, 1))``.
+
+    >>> parse_label("crash(r1)")
+    ('crash', (1,))
+    """
+    m = _LABEL.match(text.strip())
+    if not m:
+        raise PlanError(f"cannot read the step {text!r}")
+    args = tuple(int(a.strip()[1:]) for a in m.group(2).split(",") if a.strip())
+    return m.group(1), args
+
+
+def compile_trace(states: Sequence[State], labels: Sequence[str]) -> Plan:
+    """The real steps of a trace: ``states[i]`` is the model's state after ``labels[i-1]``."""
+    steps = []
+    for i, text in enumerate(labels, start=1):
+        action, args = parse_label(text)
+        if action in UNSUPPORTED:
+            raise PlanError(f"step {i} {text} {UNSUPPORTED[action]}")
+        steps.append(Step(i, text, action, args, PLACED.get(action, "")))
+    for k, step in enumerate(steps):
+        nxt = steps[k + 1] if k + 1 < len(steps) else None
+        step.checkpoint = nxt is None or nxt.placed
+    _plan_pauses(steps, states)
+    _plan_holds(steps)
+    return Plan(steps)
+
+
+def _checkpoint_after(steps: List[Step], k: int) -> int:
+    """The index of the first checkpoint state at or after step ``k`` (the step's list position)."""
+    for step in steps[k:]:
+        if step.checkpoint:
+            return step.index
+    return steps[-1].index
+
+
+def lags_for_good(states: Sequence[State], checkpoints: Sequence[int], at: int, f: int) -> bool:
+    """Follower ``f`` must not copy what its leader has at checkpoint ``at``: the leader (in
+    office, alive) holds a record that ``f`` lacks at every checkpoint from ``at`` on while that
+    leader stays in office. In a real cluster it would have copied it at once."""
+    s = states[at]
+    leader = s.controller.leader
+    if leader == UNDEFINED or leader == f:
+        return False
+    lead, rep = s.replicas[leader], s.replicas[f]
+    if not (lead.alive and lead.role == LEADER and rep.alive):
+        return False
+    missing = set(lead.log) - set(rep.log)
+    for c in checkpoints:
+        if c < at:
+            continue
+        t = states[c]
+        if t.controller.leader != leader or not t.replicas[leader].alive:
+            break
+        missing -= set(t.replicas[f].log)
+    return bool(missing)
+
+
+def _plan_pauses(steps: List[Step], states: Sequence[State]) -> None:
+    checkpoints = [0] + [s.index for s in steps if s.checkpoint]
+    n = len(states[0].replicas)
+    paused = set()
+    for k, step in enumerate(steps):
+        if not step.placed:
+            continue
+        at = _checkpoint_after(steps, k)
+        need = {f for f in range(n) if lags_for_good(states, checkpoints, at, f)}
+        step.pause_before = tuple(sorted(need - paused))
+        step.resume_after = tuple(sorted(paused - need))
+        paused = need
+
+
+DEATHS = {"crash", "power_fail", "lose_disk", "controlled_shutdown"}
+
+
+def _plan_holds(steps: List[Step]) -> None:
+    """A controller notices a dead broker a session timeout after its death, so deaths are
+    noticed in the order they happen. When the model lets an earlier victim ``x`` be noticed,
+    restart and register before a later victim ``y`` is noticed, the harness must space the two
+    deaths by a broker's restart time: it holds ``y``'s death."""
+    for k, step in enumerate(steps):
+        if step.action not in DEATHS:
+            continue
+        y = step.args[0]
+        later = steps[k + 1:]
+        noticed_y = next((s.index for s in later if s.action == "controller_handle_failure" and s.args[0] == y), None)
+        for prior in steps[:k]:
+            if prior.action not in DEATHS or prior.args[0] == y:
+                continue
+            x = prior.args[0]
+            if any(s.action in ("controller_handle_failure", "restart") and s.args[0] == x
+                   for s in steps[steps.index(prior) + 1:k]):
+                continue                       # x was noticed or back before y died
+            if noticed_y is not None and any(s.action == "restart" and s.args[0] == x and s.index < noticed_y
+                                             for s in later):
+                step.hold = True
+
+
+def needs_proxy(plan: Plan) -> Optional[str]:
+    """Why a compiled trace needs fetch-level control, or None. (Refused in compile_trace for the
+    actions no process-level step places; kept as one question for the CLI and docs.)"""
+    return None

@@ -1,0 +1,100 @@
+"""What a reproduction prints: the step table (the model's state beside the cluster's at every
+checkpoint) and the reproductions table of pyproject.toml (``[tool.hwcheck.reproduce.NAME]``)."""
+
+from __future__ import annotations
+
+from typing import Dict, List, NamedTuple, Tuple
+
+from hwcheck.spec.releases import UnknownRelease, release
+from hwcheck.spec.state import LEADER, UNDEFINED, members
+
+from .observe import render_controller, render_replica
+
+
+def model_replica(rep) -> str:
+    """A model replica drawn as render_replica draws a real one (role letters aside)."""
+    head = ("L" if rep.role == LEADER else "F" if rep.alive and rep.role else "-") if rep.alive else "down"
+    log = " ".join(f"{rec}@{ep}" for rec, ep in rep.log) or "·"
+    return f"{head if not rep.alive else 'up'} [{log}] leo={len(rep.log)} hw={rep.hw}"
+
+
+def model_controller(c, n: int, elr: bool) -> str:
+    who = "none" if c.leader == UNDEFINED else f"r{c.leader}"
+    names = lambda mask: ",".join(f"r{r}" for r in members(mask, n)) or "·"
+    text = f"{who} e{c.epoch} isr={names(c.isr)}"
+    if elr:
+        text += f" elr={names(c.elr)} lke={names(c.last_known_elr)}"
+    return text
+
+
+def _acks(acked: Dict[int, int]) -> str:
+    return ",".join(f"{r}@{o}" for r, o in sorted(acked.items())) or "·"
+
+
+def step_table(outcome) -> str:
+    """Two lines per checkpoint: the model's state, then Kafka's; ``!=`` marks a difference."""
+    from .observe import model_acked
+    n = len(outcome.prediction.states[0].replicas)
+    elr = any(r.view is not None and r.view.elr is not None for r in outcome.rows)
+    header = ["step", "action", "side"] + [f"r{r}" for r in range(n)] + ["controller", "acked", ""]
+    rows: List[List[str]] = []
+    kafka = f"kafka {outcome.release.version}"
+    for row in outcome.rows:
+        if row.model is not None and row.view is None:
+            continue                              # an awaited step between checkpoints
+        if row.model is not None:
+            s = row.model
+            rows.append([str(row.index), row.label, f"model {outcome.prediction.mode}"]
+                        + [model_replica(rep) for rep in s.replicas]
+                        + [model_controller(s.controller, n, elr), _acks(model_acked(s)), ""])
+        v = row.view
+        note = ("!= " + "; ".join(row.differences)) if row.differences else ""
+        rows.append(["" if row.model is not None else str(row.index), "" if row.model is not None else row.label,
+                     kafka] + [render_replica(r) for r in v.replicas] + [render_controller(v), _acks(v.acked), note])
+    widths = [max(len(r[c]) for r in [header] + rows) for c in range(len(header))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in [header] + rows]
+    lines.insert(1, "  ".join("-" * w for w in widths).rstrip())
+    return "\n".join(lines)
+
+
+class Reproduction(NamedTuple):
+    name: str
+    trace: str
+    expect: Dict[str, str]          # exact release -> "lost"/"violated" or "kept"
+    elr: object = None              # True/False/None (the mode decides)
+
+
+class TableError(ValueError):
+    pass
+
+
+OUTCOMES = {"lost": "violated", "violated": "violated", "fenced-leader": "violated", "kept": "kept"}
+
+
+def parse_reproductions(table: dict) -> List[Reproduction]:
+    """``[tool.hwcheck.reproduce.NAME]`` entries: ``trace``, ``expect = {"3.9.1" = "lost", ...}``,
+    optional ``elr``.
+
+    >>> parse_reproductions({"x": {"trace": "t.itf.json", "expect": {"3.9.1": "lost"}}})[0].expect
+    {'3.9.1': 'violated'}
+    """
+    out = []
+    for name, entry in table.items():
+        if not isinstance(entry, dict) or "trace" not in entry or "expect" not in entry:
+            raise TableError(f"reproduce.{name}: needs trace and expect")
+        unknown = set(entry) - {"trace", "expect", "elr", "description"}
+        if unknown:
+            raise TableError(f"reproduce.{name}: unknown key(s) {', '.join(sorted(unknown))}")
+        expect = {}
+        for version, what in entry["expect"].items():
+            try:
+                exact = release(version).version
+            except UnknownRelease as e:
+                raise TableError(f"reproduce.{name}: {e}") from None
+            if exact != version:
+                raise TableError(f"reproduce.{name}: name exact releases ({version!r} means {exact})")
+            if what not in OUTCOMES:
+                raise TableError(f"reproduce.{name}: expect {what!r} for {version} (one of {', '.join(OUTCOMES)})")
+            expect[version] = OUTCOMES[what]
+        out.append(Reproduction(name, entry["trace"], expect, entry.get("elr")))
+    return out

@@ -1,0 +1,242 @@
+"""Run a compiled trace on a real cluster of one release and judge what happened.
+
+The data flow: ITF trace -> the model's states under the release's mode (the trace's own, or a
+differential replay that may refuse a step) -> compiled real steps (cluster/plan.py) -> the
+cluster -> a View at every checkpoint (cluster/observe.py) -> a side-by-side table -> a verdict
+from what the clients saw (lost / kept; a fenced leader elected or not) and whether the model
+predicted it for that release.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Dict, List, Optional, Tuple
+
+from hwcheck.checker.trace import differential, replay
+from hwcheck.spec.releases import ELR_NONE, Release
+from hwcheck.spec.state import UNDEFINED, members
+
+from . import disk
+from .brokers import TOPIC, Cluster, ClusterError, Timing
+from .observe import View, compare, model_acked, observe, render_controller, render_replica
+from .plan import Plan, PlanError, compile_trace
+
+# the invariants whose breach a client of the real cluster can see
+JUDGED = ("NoCommittedDataLoss", "LeaderUnfenced")
+RESTART_BUDGET = 12.0      # seconds a restarted broker may take to register (2-core machine, measured ~5-9 s)
+
+
+def artifacts(release: Release) -> List[str]:
+    """The broker's coordinate plus the logging backend its POM leaves out (so the brokers' logs
+    are kept as evidence): log4j 1 before 3.2, reload4j 3.2-3.9, log4j2 from 4.0."""
+    key = release.key()
+    if key >= (4, 0):
+        backend = "org.apache.logging.log4j:log4j-slf4j-impl:2.24.3"
+    elif key >= (3, 2):
+        backend = "org.slf4j:slf4j-reload4j:1.7.36"
+    else:
+        backend = "org.slf4j:slf4j-log4j12:1.7.30"
+    return [release.coordinate, backend]
+
+
+@dataclass
+class Prediction:
+    """What the model says of this trace under the release's mode."""
+    mode: str
+    states: list                      # the model's states for the steps that run
+    labels: List[str]
+    violated: Optional[str]           # the trace's invariant, if it breaks under this mode
+    refused_at: Optional[int] = None  # the first step this mode refuses
+    refused_why: str = ""
+
+    @property
+    def outcome(self) -> str:
+        return "violated" if self.violated else "kept"
+
+
+def predict(doc: dict, mode: str) -> Prediction:
+    done = replay(doc)
+    invariant = doc["#meta"]["hwcheck"].get("invariant")
+    labels = [s["#meta"]["action"] for s in doc["states"][1:]]
+    if mode == done.model.cfg.mode:
+        broke = invariant if invariant in done.violated else None
+        return Prediction(mode, list(done.trace.states), labels, broke)
+    diff = differential(doc, mode)
+    ran = len(diff.trace.states) - 1
+    broke = invariant if any(name == invariant for _, name in diff.violated) else None
+    return Prediction(mode, list(diff.trace.states), labels[:ran], broke, diff.refused_at, diff.refused_why)
+
+
+@dataclass
+class Row:
+    index: int
+    label: str
+    model: object           # the model's State (None past a refused step)
+    view: Optional[View]
+    differences: List[str]
+
+
+@dataclass
+class Outcome:
+    release: Release
+    prediction: Prediction
+    rows: List[Row] = field(default_factory=list)
+    verdict: str = ""            # one line: "lost: record 0, acknowledged at offset 0, is gone on Kafka 3.9.1"
+    real: str = ""               # "violated" (lost / fenced leader) or "kept"
+    first_difference: Optional[int] = None
+    seconds: float = 0.0
+    evidence: Optional[Path] = None
+
+    @property
+    def agrees(self) -> bool:
+        return self.real == self.prediction.outcome and self.first_difference is None
+
+
+class Interrupted(Exception):
+    def __init__(self, outcome: Outcome, step: int):
+        super().__init__(f"interrupted at step {step}")
+        self.outcome, self.step = outcome, step
+
+
+def _elr_setting(release: Release, mode_elr: bool, override: Optional[bool]) -> Optional[bool]:
+    """The ELR feature to format with: the override, else the mode's (only where the release can)."""
+    if release.elr == ELR_NONE:
+        return None
+    return override if override is not None else mode_elr
+
+
+def run(doc: dict, release: Release, lib: Path, *, elr: Optional[bool] = None, keep: Optional[Path] = None,
+        timing: Optional[Timing] = None, log: Callable[[str], None] = lambda m: None,
+        wait: float = 45.0) -> Outcome:
+    from hwcheck.spec.modes import MODES
+    cfg = doc["#meta"]["hwcheck"]["config"]
+    invariant = doc["#meta"]["hwcheck"].get("invariant")
+    prediction = predict(doc, release.mode)
+    plan = compile_trace(prediction.states, prediction.labels)
+    use_elr = _elr_setting(release, MODES[release.mode].elr, elr)
+    outcome = Outcome(release, prediction)
+    started = time.monotonic()
+    cluster = Cluster(release, lib, cfg["replicas"], min_isr=cfg["min_isr"],
+                      unclean_election=cfg["unclean_election"], elr=use_elr, timing=timing or Timing(),
+                      root=keep, keep=keep is not None, log=log, first=_zk_controller(plan, cfg["replicas"]))
+    acked: Dict[int, int] = {}
+    step_no = 0
+    try:
+        with cluster:
+            from .client import Client
+            with Client(cluster, acks=cfg["acks"]) as client:
+                client.create_topic(cfg["min_isr"], cfg["unclean_election"])
+                states = prediction.states
+                ckpts = plan.checkpoints()
+                outcome.rows.append(_checkpoint(cluster, client, states, 0, _next(ckpts, 0), "init", use_elr, wait, log))
+                for step in plan.steps:
+                    step_no = step.index
+                    if step.placed:
+                        if step.hold:
+                            log(f"step {step.index}: holding {RESTART_BUDGET:.0f} s so the controller notices "
+                                f"the earlier failure first, with time for a restart in between")
+                            client.sleep(RESTART_BUDGET)
+                        for f in step.pause_before:
+                            cluster.pause(f)
+                        _place(cluster, client, step, log)
+                        for f in step.resume_after:
+                            cluster.resume(f)
+                    if step.checkpoint:
+                        row = _checkpoint(cluster, client, states, step.index, _next(ckpts, step.index),
+                                          step.label, use_elr, wait, log)
+                    else:
+                        row = Row(step.index, step.label, states[step.index], None, [])
+                    outcome.rows.append(row)
+                    if row.differences and outcome.first_difference is None:
+                        outcome.first_difference = step.index
+                if prediction.refused_at is not None:
+                    step_no = prediction.refused_at
+                    label = doc["states"][prediction.refused_at]["#meta"]["action"]
+                    log(f"step {step_no} {label}: refused by mode {release.mode}; watching {wait:.0f} s that "
+                        f"Kafka {release.version} does not take it")
+                    client.sleep(wait)
+                    view = observe(cluster, client.acked)
+                    outcome.rows.append(Row(step_no, f"{label} (refused)", None, view, []))
+                final = outcome.rows[-1].view or observe(cluster, client.acked)
+                for r in range(cluster.replicas):
+                    cluster.resume(r)
+                outcome.real, outcome.verdict = judge(invariant, final, cluster, release)
+    except KeyboardInterrupt:
+        outcome.seconds = time.monotonic() - started
+        raise Interrupted(outcome, step_no) from None
+    outcome.seconds = time.monotonic() - started
+    outcome.evidence = keep
+    return outcome
+
+
+def _next(ckpts: List[int], at: int) -> int:
+    later = [c for c in ckpts if c > at]
+    return later[0] if later else at
+
+
+def _zk_controller(plan: Plan, n: int) -> int:
+    """ZooKeeper mode: the broker to start first, so that it becomes the controller: one never
+    paused whose first fault comes last (the controller's own failure moves it elsewhere)."""
+    paused = {f for s in plan.steps for f in s.pause_before}
+    first_fault = {r: min([s.index for s in plan.steps if s.placed and s.do != "produce" and r in s.args[:1]],
+                          default=10**6) for r in range(n)}
+    return max(range(n), key=lambda r: (r not in paused, first_fault[r], -r))
+
+
+def _place(cluster: Cluster, client, step, log) -> None:
+    r = step.args[0] if step.args else None
+    log(f"step {step.index} {step.label}: {step.do}" + (f" r{r}" if r is not None else ""))
+    if step.do == "produce":
+        client.produce()
+    elif step.do == "kill":
+        cluster.kill(r)
+    elif step.do == "terminate":
+        cluster.terminate(r)
+    elif step.do == "power_fail":
+        point = cluster.power_fail(r, disk.cut)
+        log(f"  r{r}'s log cut back to its recovery point, offset {point}")
+    elif step.do == "lose_disk":
+        cluster.lose_disk(r)
+    elif step.do == "restart":
+        cluster.restart(r)
+    elif step.do == "elect_preferred":
+        client.elect_preferred()
+    else:
+        raise PlanError(f"step {step.index} {step.label}: nothing places {step.do!r}")
+
+
+def _checkpoint(cluster, client, states, index, upper_index, label, elr, wait, log) -> Row:
+    """Poll the cluster until it agrees with the model's state ``index`` twice in a row, or
+    ``wait`` seconds pass (the row then keeps the last differences)."""
+    s, upper = states[index], states[upper_index]
+    deadline = time.monotonic() + wait
+    agreed = 0
+    while True:
+        view = observe(cluster, client.acked)
+        diffs = compare(s, view, upper, bool(elr))
+        agreed = agreed + 1 if not diffs else 0
+        if agreed >= 2 or time.monotonic() > deadline:
+            break
+        client.sleep(0.25)
+    if diffs:
+        log(f"step {index} {label}: after {wait:.0f} s the cluster still differs: {'; '.join(diffs)}")
+    return Row(index, label, s, view, diffs)
+
+
+def judge(invariant: str, v: View, cluster: Cluster, release: Release) -> Tuple[str, str]:
+    """The real verdict from what clients saw, in one line."""
+    name = f"Kafka {release.version}"
+    if invariant == "LeaderUnfenced":
+        if v.leader is not None and v.leader >= 0 and not v.replicas[v.leader].alive:
+            return "violated", f"fenced leader: r{v.leader} leads at epoch {v.epoch} while its broker is down on {name}"
+        return "kept", f"kept: no broker leads while down on {name}"
+    if v.leader is None or v.leader < 0:
+        return "kept", f"kept: the partition has no leader on {name} (nothing acknowledged was served otherwise)"
+    log = v.replicas[v.leader].log
+    for rec, off in sorted(v.acked.items()):
+        if off >= len(log) or log[off][0] != rec:
+            return "violated", f"lost: record {rec}, acknowledged at offset {off}, is gone on {name}"
+    what = ", ".join(f"record {r}" for r in sorted(v.acked)) or "nothing"
+    return "kept", f"kept: {what} acknowledged, still on the leader r{v.leader} on {name}"

@@ -1,0 +1,360 @@
+"""A minimal Kafka protocol client for observation: what a broker's metadata says of one partition.
+
+One TCP connection, three requests, nothing else: ApiVersions v0 (key 18) to learn what the broker
+speaks, then DescribeTopicPartitions v0 (key 75, Kafka 3.7+, KIP-966) which carries the eligible
+leader replicas, else Metadata v7 (key 3, Kafka 2.1 to 4.x) which carries the leader epoch but no
+ELR. Field layouts follow the message definitions in kafka-clients
+(``common/message/*Request.json``/``*Response.json`` @4.1.1).
+
+Framing (``NetworkClient`` / ``RequestHeader`` @4.1.1): every message is an int32 size then the
+bytes. A request header is v1 (api key int16, api version int16, correlation id int32, client id as
+a nullable int16-length string) or, for a flexible version, v2: the same with tagged fields
+appended -- the client id stays a non-compact string (``"flexibleVersions": "none"``). A response
+header is v0 (correlation id) or, for a flexible version, v1 (with tagged fields); ApiVersions
+responses always carry header v0 so that a client can read them before it knows what the broker
+speaks (``ApiKeys.responseHeaderVersion`` @4.1.1). Flexible versions write strings and arrays
+"compact" (unsigned-varint length + 1, 0 for null), nullable structs with an int8 presence byte
+(-1 null), and end every struct with tagged fields (a count, then tag, size, bytes).
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+from typing import Callable, NamedTuple, TypeVar
+
+T = TypeVar("T")
+
+METADATA = 3
+API_VERSIONS = 18
+DESCRIBE_TOPIC_PARTITIONS = 75
+
+CLIENT_ID = "hwcheck"
+
+# The few codes an observer meets (``org.apache.kafka.common.protocol.Errors`` @4.1.1).
+ERRORS = {
+    -1: "UNKNOWN_SERVER_ERROR", 3: "UNKNOWN_TOPIC_OR_PARTITION", 5: "LEADER_NOT_AVAILABLE",
+    6: "NOT_LEADER_OR_FOLLOWER", 7: "REQUEST_TIMED_OUT", 9: "REPLICA_NOT_AVAILABLE",
+    17: "INVALID_TOPIC_EXCEPTION", 29: "TOPIC_AUTHORIZATION_FAILED", 35: "UNSUPPORTED_VERSION",
+    42: "INVALID_REQUEST", 72: "LISTENER_NOT_FOUND",
+}
+
+# Partition errors that still come with the partition's state: KRaftMetadataCache.getPartitionMetadata
+# @4.1.1 answers LEADER_NOT_AVAILABLE (or LISTENER_NOT_FOUND) with leader -1 when the leader is not
+# a registered broker with this listener, and REPLICA_NOT_AVAILABLE when a replica is not.
+PARTITION_STATE_ERRORS = frozenset({0, 5, 9, 72})
+
+
+class WireError(Exception):
+    """A broker that cannot be asked, or answers with an error; the message is one line."""
+
+
+def error_name(code: int) -> str:
+    """``error code 3 (UNKNOWN_TOPIC_OR_PARTITION)``, or just the number for a code not listed."""
+    name = ERRORS.get(code)
+    return f"error code {code}" + (f" ({name})" if name else "")
+
+
+class PartitionView(NamedTuple):
+    """What a broker's metadata says of one partition."""
+    leader: int                          # broker id, -1 none
+    leader_epoch: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    elr: tuple[int, ...] | None          # None where the API/release has no ELR
+    last_known_elr: tuple[int, ...] | None
+    offline: tuple[int, ...]
+
+
+# --- encoding -------------------------------------------------------------------------------------
+
+def int8(v: int) -> bytes:
+    return struct.pack(">b", v)
+
+
+def int16(v: int) -> bytes:
+    return struct.pack(">h", v)
+
+
+def int32(v: int) -> bytes:
+    return struct.pack(">i", v)
+
+
+def uvarint(v: int) -> bytes:
+    """Unsigned varint, 7 bits a byte, low bits first (``ByteUtils.writeUnsignedVarint`` @4.1.1)."""
+    out = bytearray()
+    while v >= 0x80:
+        out.append((v & 0x7F) | 0x80)
+        v >>= 7
+    out.append(v)
+    return bytes(out)
+
+
+def string(s: str | None) -> bytes:
+    """A (nullable) string: int16 length, -1 for null, then UTF-8."""
+    if s is None:
+        return int16(-1)
+    b = s.encode()
+    return int16(len(b)) + b
+
+
+def compact_string(s: str | None) -> bytes:
+    """A flexible-version string: unsigned varint length + 1 (0 for null), then UTF-8."""
+    if s is None:
+        return uvarint(0)
+    b = s.encode()
+    return uvarint(len(b) + 1) + b
+
+
+NO_TAGS = uvarint(0)
+
+
+def request_header(api_key: int, version: int, correlation_id: int, flexible: bool) -> bytes:
+    """Request header v1, or v2 (tagged fields after the still non-compact client id) for a
+    flexible version (``RequestHeader.json`` @4.1.1)."""
+    head = int16(api_key) + int16(version) + int32(correlation_id) + string(CLIENT_ID)
+    return head + NO_TAGS if flexible else head
+
+
+def api_versions_request(correlation_id: int) -> bytes:
+    """ApiVersions v0: header v1 and an empty body; every broker since 0.10 answers it."""
+    return request_header(API_VERSIONS, 0, correlation_id, flexible=False)
+
+
+def describe_topic_partitions_request(topic: str, correlation_id: int) -> bytes:
+    """DescribeTopicPartitions v0 (flexible): Topics [Name], ResponsePartitionLimit int32 (2000,
+    the default), Cursor null (int8 -1), tagged fields."""
+    topics = uvarint(1 + 1) + compact_string(topic) + NO_TAGS
+    body = topics + int32(2000) + int8(-1) + NO_TAGS
+    return request_header(DESCRIBE_TOPIC_PARTITIONS, 0, correlation_id, flexible=True) + body
+
+
+def metadata_request(topic: str, correlation_id: int) -> bytes:
+    """Metadata v7: Topics [Name] (int32 count), AllowAutoTopicCreation false (an observer must
+    not create the topic it asks about)."""
+    body = int32(1) + string(topic) + int8(0)
+    return request_header(METADATA, 7, correlation_id, flexible=False) + body
+
+
+# --- decoding -------------------------------------------------------------------------------------
+
+class Reader:
+    """Reads Kafka's primitive types off a response (``ByteBufferAccessor`` @4.1.1)."""
+
+    def __init__(self, data: bytes):
+        self.data, self.pos = data, 0
+
+    def take(self, n: int) -> bytes:
+        if self.pos + n > len(self.data):
+            raise WireError(f"response ends at byte {len(self.data)}, {n} more needed at {self.pos}")
+        b = self.data[self.pos:self.pos + n]
+        self.pos += n
+        return b
+
+    def _unpack(self, fmt: str, n: int) -> int:
+        return struct.unpack(fmt, self.take(n))[0]
+
+    def int8(self) -> int:
+        return self._unpack(">b", 1)
+
+    def int16(self) -> int:
+        return self._unpack(">h", 2)
+
+    def int32(self) -> int:
+        return self._unpack(">i", 4)
+
+    def int64(self) -> int:
+        return self._unpack(">q", 8)
+
+    def uvarint(self) -> int:
+        v = shift = 0
+        while True:
+            b = self.take(1)[0]
+            v |= (b & 0x7F) << shift
+            if b < 0x80:
+                return v
+            shift += 7
+
+    def string(self) -> str | None:
+        n = self.int16()
+        return None if n < 0 else self.take(n).decode()
+
+    def compact_string(self) -> str | None:
+        n = self.uvarint() - 1
+        return None if n < 0 else self.take(n).decode()
+
+    def array(self, item: Callable[[], T]) -> list[T] | None:
+        n = self.int32()
+        return None if n < 0 else [item() for _ in range(n)]
+
+    def compact_array(self, item: Callable[[], T]) -> list[T] | None:
+        n = self.uvarint() - 1
+        return None if n < 0 else [item() for _ in range(n)]
+
+    def skip_tags(self) -> None:
+        """Tagged fields: a count, then per field a tag and a size; this client needs none."""
+        for _ in range(self.uvarint()):
+            self.uvarint()
+            self.take(self.uvarint())
+
+
+def response_reader(data: bytes, correlation_id: int | None, flexible: bool) -> Reader:
+    """A reader positioned after the response header (v0, or v1 with tagged fields)."""
+    r = Reader(data)
+    got = r.int32()
+    if correlation_id is not None and got != correlation_id:
+        raise WireError(f"correlation id {got} in response, expected {correlation_id}")
+    if flexible:
+        r.skip_tags()
+    return r
+
+
+def decode_api_versions(data: bytes, correlation_id: int | None = None) -> dict[int, tuple[int, int]]:
+    """ApiVersions v0 response: ErrorCode, ApiKeys [ApiKey, MinVersion, MaxVersion]."""
+    r = response_reader(data, correlation_id, flexible=False)
+    error = r.int16()
+    keys = r.array(lambda: (r.int16(), r.int16(), r.int16())) or []
+    if error:
+        raise WireError(f"ApiVersions: {error_name(error)}")
+    return {k: (lo, hi) for k, lo, hi in keys}
+
+
+def _partition_view(topic: str, partition: int, found: dict[int, tuple[int, PartitionView]]) -> PartitionView:
+    if partition not in found:
+        raise WireError(f"{topic}-{partition}: no such partition in the response ({error_name(3)})")
+    error, view = found[partition]
+    if error not in PARTITION_STATE_ERRORS:
+        raise WireError(f"{topic}-{partition}: {error_name(error)}")
+    return view
+
+
+def _topic_error(topic: str, error: int) -> None:
+    if error:
+        raise WireError(f"{topic}: {error_name(error)}")
+
+
+def decode_describe_topic_partitions(data: bytes, topic: str, partition: int = 0,
+                                     correlation_id: int | None = None) -> PartitionView:
+    """DescribeTopicPartitions v0 response (header v1): ThrottleTimeMs, Topics [ErrorCode, Name,
+    TopicId, IsInternal, Partitions [ErrorCode, PartitionIndex, LeaderId, LeaderEpoch, ReplicaNodes,
+    IsrNodes, EligibleLeaderReplicas (nullable), LastKnownElr (nullable), OfflineReplicas],
+    TopicAuthorizedOperations], NextCursor (nullable struct)."""
+    r = response_reader(data, correlation_id, flexible=True)
+    r.int32()                                            # ThrottleTimeMs
+    ints = lambda: r.compact_array(r.int32)              # noqa: E731
+
+    def part():
+        error, index, leader, epoch = r.int16(), r.int32(), r.int32(), r.int32()
+        replicas, isr, elr, last_elr, offline = ints(), ints(), ints(), ints(), ints()
+        r.skip_tags()
+        tup = lambda xs: None if xs is None else tuple(xs)   # noqa: E731
+        return index, (error, PartitionView(leader, epoch, tup(replicas), tup(isr), tup(elr), tup(last_elr),
+                                            tup(offline) or ()))
+
+    def top():
+        error, name = r.int16(), r.compact_string()
+        r.take(16)                                       # TopicId
+        r.int8()                                         # IsInternal
+        parts = r.compact_array(part) or []
+        r.int32()                                        # TopicAuthorizedOperations
+        r.skip_tags()
+        return name, error, dict(parts)
+
+    for name, error, parts in r.compact_array(top) or []:
+        if name == topic:
+            _topic_error(topic, error)
+            return _partition_view(topic, partition, parts)
+    raise WireError(f"{topic}: not in the response ({error_name(3)})")
+
+
+def decode_metadata(data: bytes, topic: str, partition: int = 0, correlation_id: int | None = None) -> PartitionView:
+    """Metadata v7 response (header v0): ThrottleTimeMs, Brokers [NodeId, Host, Port, Rack],
+    ClusterId, ControllerId, Topics [ErrorCode, Name, IsInternal, Partitions [ErrorCode,
+    PartitionIndex, LeaderId, LeaderEpoch, ReplicaNodes, IsrNodes, OfflineReplicas]]. No ELR."""
+    r = response_reader(data, correlation_id, flexible=False)
+    r.int32()                                            # ThrottleTimeMs
+    r.array(lambda: (r.int32(), r.string(), r.int32(), r.string()))
+    r.string()                                           # ClusterId
+    r.int32()                                            # ControllerId
+    ints = lambda: tuple(r.array(r.int32) or ())         # noqa: E731
+
+    def part():
+        error, index, leader, epoch = r.int16(), r.int32(), r.int32(), r.int32()
+        replicas, isr, offline = ints(), ints(), ints()
+        return index, (error, PartitionView(leader, epoch, replicas, isr, None, None, offline))
+
+    def top():
+        error, name = r.int16(), r.string()
+        r.int8()                                         # IsInternal
+        return name, error, dict(r.array(part) or [])
+
+    for name, error, parts in r.array(top) or []:
+        if name == topic:
+            _topic_error(topic, error)
+            return _partition_view(topic, partition, parts)
+    raise WireError(f"{topic}: not in the response ({error_name(3)})")
+
+
+# --- the socket -----------------------------------------------------------------------------------
+
+def _recv_exactly(sock: socket.socket, n: int) -> bytes:
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = sock.recv(n - len(buf))
+        if not chunk:
+            raise WireError(f"connection closed by the broker after {len(buf)} of {n} bytes")
+        buf += chunk
+    return bytes(buf)
+
+
+def exchange(sock: socket.socket, request: bytes) -> bytes:
+    """Send one size-prefixed request, return the response after its int32 size."""
+    sock.sendall(int32(len(request)) + request)
+    (size,) = struct.unpack(">i", _recv_exactly(sock, 4))
+    return _recv_exactly(sock, size)
+
+
+def _connect(host: str, port: int, timeout: float) -> socket.socket:
+    try:
+        return socket.create_connection((host, port), timeout=timeout)
+    except ConnectionRefusedError:
+        raise WireError(f"connection refused by {host}:{port}") from None
+    except OSError as e:
+        raise WireError(f"cannot connect to {host}:{port}: {e.strerror or e}") from None
+
+
+def _io(host: str, port: int, what: str, fn: Callable[[], T]) -> T:
+    try:
+        return fn()
+    except socket.timeout:
+        raise WireError(f"{what} to {host}:{port}: timed out") from None
+    except OSError as e:
+        raise WireError(f"{what} to {host}:{port}: {e.strerror or e}") from None
+
+
+def api_versions(host: str, port: int, timeout: float = 2.0) -> dict[int, tuple[int, int]]:
+    """api key -> (min, max) version the broker supports."""
+    with _connect(host, port, timeout) as sock:
+        return _io(host, port, "ApiVersions", lambda: decode_api_versions(exchange(sock, api_versions_request(1)), 1))
+
+
+def supports(versions: dict[int, tuple[int, int]], api_key: int, version: int) -> bool:
+    """Whether an ApiVersions answer covers ``version`` of ``api_key``."""
+    lo, hi = versions.get(api_key, (1, 0))
+    return lo <= version <= hi
+
+
+def partition_view(host: str, port: int, topic: str, partition: int = 0, timeout: float = 2.0) -> PartitionView:
+    """The broker's view of ``topic-partition``: DescribeTopicPartitions v0 where the broker has it
+    (with ELR), else Metadata v7 (``elr``/``last_known_elr`` None). A leaderless partition (leader
+    -1) is returned, not raised; a topic error raises WireError."""
+    with _connect(host, port, timeout) as sock:
+        def ask() -> PartitionView:
+            versions = decode_api_versions(exchange(sock, api_versions_request(1)), 1)
+            if supports(versions, DESCRIBE_TOPIC_PARTITIONS, 0):
+                resp = exchange(sock, describe_topic_partitions_request(topic, 2))
+                return decode_describe_topic_partitions(resp, topic, partition, 2)
+            if not supports(versions, METADATA, 7):
+                raise WireError(f"{host}:{port} speaks neither DescribeTopicPartitions v0 nor Metadata v7")
+            return decode_metadata(exchange(sock, metadata_request(topic, 2)), topic, partition, 2)
+        return _io(host, port, "metadata request", ask)

@@ -30,12 +30,12 @@ def _say(msg: str) -> None:
 
 
 def resolve_release(rel, log=_say) -> Path:
-    """The release's jars (and its broker's -sources jar) in the cache, resolved on first use."""
+    """The release's jars in the cache, resolved on first use (its sources: --check-releases)."""
     from hwcheck.cluster import jars
     from hwcheck.cluster.run import artifacts
     try:
         jars.java_version()
-        return jars.resolve(f"kafka-{rel.version}", artifacts(rel), sources=[rel.coordinate], log=log)
+        return jars.resolve(f"kafka-{rel.version}", artifacts(rel), log=log)
     except jars.ResolveError as e:
         fail(str(e))
 
@@ -53,8 +53,9 @@ def check_releases() -> int:
         from hwcheck.cluster.run import artifacts
         t0 = time.monotonic()
         try:
-            lib = jars.resolve(f"kafka-{rel.version}", artifacts(rel), sources=[rel.coordinate])
+            lib = jars.resolve(f"kafka-{rel.version}", artifacts(rel))
             size = f"{jars.lib_size(lib) / 2**20:.0f} MB"
+            jars.resolve(f"kafka-{rel.version}-sources", [], sources=[rel.coordinate])
         except jars.ResolveError as e:
             blocked += 1
             size = str(e)

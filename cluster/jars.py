@@ -93,7 +93,8 @@ def pom(artifacts: Sequence[str], sources: Sequence[str] = ()) -> str:
     hwcheck.cluster.jars.ResolveError: bad coordinate 'kafka_2.13:4.1.1': expected group:artifact:version
     """
     deps = []
-    for coordinate, classifier in [(c, None) for c in artifacts] + [(c, "sources") for c in sources]:
+    asked = [(c, None) for c in artifacts] + [(c, "sources") for c in sources]
+    for coordinate, classifier in dict.fromkeys(asked):  # once each: mvn warns of duplicates
         group, artifact, version = _split(coordinate)
         extra = ("" if classifier is None else
                  f"      <classifier>{classifier}</classifier>\n"
@@ -233,8 +234,8 @@ def java_version(java: str = "java") -> int:
 
 
 def _wanted(artifacts: Sequence[str], sources: Sequence[str]) -> str:
-    """The marker's text: the coordinates asked, sorted, one a line."""
-    return "".join(sorted(f"lib {c}\n" for c in artifacts) + sorted(f"sources {c}\n" for c in sources))
+    """The marker's text: the coordinates asked, sorted, once each, one a line."""
+    return "".join(sorted({f"lib {c}\n" for c in artifacts}) + sorted({f"sources {c}\n" for c in sources}))
 
 
 def _complete(folder: Path, wanted: str) -> bool:
@@ -290,6 +291,7 @@ def _resolve_into(mvn: str, folder: Path, artifacts: Sequence[str], sources: Seq
     start = time.monotonic()
     tmp = Path(tempfile.mkdtemp(prefix=f".{name}.tmp-", dir=folder.parent))
     try:
+        tmp.chmod(0o755)  # mkdtemp's 0700 would stay on the release folder once renamed
         (tmp / "lib").mkdir()
         (tmp / "sources").mkdir()
         (tmp / "pom.xml").write_text(pom(artifacts, sources))

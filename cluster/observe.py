@@ -1,8 +1,8 @@
 """The cluster in the model's words, and how it is compared with the model's state.
 
 A ``View`` is what the harness can see of the partition: the controller's leader, leader epoch,
-ISR, ELR and last known ELR (as the brokers' metadata reports them: DescribeTopicPartitions from
-3.8, Metadata v7 before, which has no ELR), and per replica whether its process runs, its log as
+ISR, ELR and last known ELR (KRaft: replayed from the controller's metadata log; ZooKeeper: as the
+running brokers' metadata reports them, Metadata v7, which has no ELR), and per replica whether its process runs, its log as
 record@epoch (read from its segment files: the batches' partitionLeaderEpoch) and its HW (its
 ``replication-offset-checkpoint``, written every 200 ms), plus what the producer was told.
 
@@ -80,8 +80,20 @@ def controller_view(cluster: Cluster) -> Optional[wire.PartitionView]:
     return max(answers, key=lambda a: a[1].leader_epoch)[1]
 
 
+def kraft_view(cluster: Cluster) -> Optional[wire.PartitionView]:
+    """KRaft: the controller's own view, replayed from its metadata log on disk
+    (cluster/metadata_log.py). Brokers report a fenced leader as -1 (KRaftMetadataCache.getAliveEndpoint
+    @4.1.1) and nobody answers while every broker is down; the controller's log has both."""
+    from . import metadata_log
+    view = metadata_log.controller_view(cluster.nodes["controller"].data, TOPIC, 0)
+    p = view.partition
+    if p is None:
+        return None
+    return wire.PartitionView(p.leader, p.leader_epoch, p.replicas, p.isr, p.elr, p.last_known_elr, ())
+
+
 def observe(cluster: Cluster, acked: Dict[int, int]) -> View:
-    pv = controller_view(cluster)
+    pv = kraft_view(cluster) if cluster.kraft else controller_view(cluster)
     replicas = tuple(replica_view(cluster, r) for r in range(cluster.replicas))
     if pv is None:
         return View(None, None, None, None, None, replicas, dict(acked))
@@ -96,22 +108,25 @@ def model_acked(s: State) -> Dict[int, int]:
     return {rec: off for rec, off in enumerate(s.history.acked) if off != UNDEFINED}
 
 
-def compare(s: State, v: View, upper: State, elr: bool) -> List[str]:
+def compare(s: State, v: View, upper: State, elr: bool, followers: bool = True, low: Optional[State] = None) -> List[str]:
     """What differs between the model's checkpoint state ``s`` and the cluster, as short phrases
     (empty: they agree). ``upper`` is the model's next checkpoint: acknowledgements the cluster
-    gave early must be among its. ``elr``: compare ELR and last known ELR too."""
+    gave early must be among its, and those of ``low`` (default ``s``) given. ``elr``: compare ELR and last known ELR too. Without
+    ``followers``, the ISR and the logs of replicas other than the leader are not compared."""
     n = len(s.replicas)
     out = []
     c = s.controller
     if v.known:
         if v.leader != c.leader:
             out.append(f"leader {_who(c.leader)} vs {_who(v.leader)}")
-        if v.isr != frozenset(members(c.isr, n)):
+        if followers and v.isr != frozenset(members(c.isr, n)):
             out.append(f"isr {_set(members(c.isr, n))} vs {_set(v.isr)}")
         if elr and v.elr is not None and v.elr != frozenset(members(c.elr, n)):
             out.append(f"elr {_set(members(c.elr, n))} vs {_set(v.elr)}")
     leader_log = tuple(r for r, _ in s.replicas[c.leader].log) if c.leader != UNDEFINED else ()
     for r, (rep, real) in enumerate(zip(s.replicas, v.replicas)):
+        if not followers and r != c.leader:
+            continue
         if bool(rep.alive) != real.alive:
             out.append(f"r{r} {'up' if rep.alive else 'down'} vs {'up' if real.alive else 'down'}")
         model_log = tuple(rec for rec, _ in rep.log)
@@ -120,7 +135,7 @@ def compare(s: State, v: View, upper: State, elr: bool) -> List[str]:
                     and leader_log[:len(real_log)] == real_log)
         if real_log != model_log and not ahead_ok:
             out.append(f"r{r} log {_records(model_log)} vs {_records(real_log)}")
-    low, high = model_acked(s), model_acked(upper)
+    low, high = model_acked(low if low is not None else s), model_acked(upper)
     if not (low.items() <= v.acked.items() <= high.items()):
         out.append(f"acked {_acks(low)} vs {_acks(v.acked)}")
     return out

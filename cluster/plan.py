@@ -180,6 +180,25 @@ def _plan_holds(steps: List[Step]) -> None:
                 step.hold = True
 
 
+def awaited_closure(model, s: State, limit: int = 20000) -> List[Tuple[State, Tuple[str, ...]]]:
+    """``s`` and every state the model reaches from it by awaited steps alone (what the cluster
+    may run by itself before the harness's next placed step), breadth first, each with the
+    labels that lead there; at most ``limit`` states. The producer is a placed step, so records
+    produced and the history of acknowledgements only move by HW advances here."""
+    seen = {s: ()}
+    frontier = [s]
+    while frontier and len(seen) < limit:
+        nxt = []
+        for state in frontier:
+            for label, t in model.successors(state):
+                if label[0] in PLACED or label[0] in UNSUPPORTED or t in seen:
+                    continue
+                seen[t] = seen[state] + (model.format_label(label),)
+                nxt.append(t)
+        frontier = nxt
+    return list(seen.items())
+
+
 def needs_proxy(plan: Plan) -> Optional[str]:
     """Why a compiled trace needs fetch-level control, or None. (Refused in compile_trace for the
     actions no process-level step places; kept as one question for the CLI and docs.)"""

@@ -48,7 +48,8 @@ def step_table(outcome) -> str:
                         + [model_replica(rep) for rep in s.replicas]
                         + [model_controller(s.controller, n, elr), _acks(model_acked(s)), ""])
         v = row.view
-        note = ("!= " + "; ".join(row.differences)) if row.differences else ""
+        note = ("!= " + "; ".join(row.differences)) if row.differences else (
+            "ahead by " + ", ".join(row.ahead) if row.ahead else "")
         rows.append(["" if row.model is not None else str(row.index), "" if row.model is not None else row.label,
                      kafka] + [render_replica(r) for r in v.replicas] + [render_controller(v), _acks(v.acked), note])
     widths = [max(len(r[c]) for r in [header] + rows) for c in range(len(header))]

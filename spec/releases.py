@@ -80,7 +80,7 @@ RELEASES: Tuple[Release, ...] = (
     Release("3.9.0", "kafka15583", KRAFT, ELR_OFF, "2.13"),
     Release("3.9.1", "kafka15583", KRAFT, ELR_OFF, "2.13"),
     Release("4.0.0", "kip966", KRAFT, ELR_OFF, "2.13"),
-    Release("4.0.1", "kip966", KRAFT, ELR_OFF, "2.13"),
+    Release("4.0.1", "kip966", KRAFT, ELR_OFF, "2.13"),     # still KAFKA-19522 (canElectLastKnownLeader @4.0.1)
     Release("4.1.1", "kafka19522", KRAFT, ELR_ON, "2.13"),
     Release("4.2.0", "kafka19522", KRAFT, ELR_ON, "2.13"),
     Release("4.4.0", "kafka19522", KRAFT, ELR_ON, "2.13"),

@@ -1,0 +1,133 @@
+"""`hwcheck reproduce` without a cluster: the releases table, the trace compiler, the checkpoint
+comparison against recorded cluster states, the reproductions table, and bad input."""
+
+import json
+import tomllib
+
+import pytest
+
+from hwcheck.checker.trace import load_itf, replay
+from hwcheck.cluster.observe import ReplicaView, View, compare
+from hwcheck.cluster.plan import PlanError, awaited_closure, compile_trace
+from hwcheck.cluster.report import parse_reproductions
+from hwcheck.cluster.run import judge, predict
+from hwcheck.spec.modes import MODES
+from hwcheck.spec.releases import RELEASES, UnknownRelease, release, releases_of
+
+from .conftest import ROOT, one_line_error, run_cli
+
+CX = ROOT / "counterexamples"
+
+
+def _doc(name):
+    return load_itf((CX / f"{name}.itf.json").read_text())
+
+
+def _plan(doc):
+    return compile_trace(replay(doc).trace.states, [s["#meta"]["action"] for s in doc["states"][1:]])
+
+
+def test_every_release_names_a_mode_and_a_line_picks_its_newest():
+    assert all(r.mode in MODES for r in RELEASES)
+    assert [r.version for r in releases_of("kip966")] == ["4.0.0", "4.0.1"]
+    assert release("4.0").version == "4.0.1" and release("2.6.0").metadata == "zookeeper"
+    with pytest.raises(UnknownRelease, match="3.4.1-3.5.x: no mode covers it yet"):
+        release("3.5.0")
+    with pytest.raises(UnknownRelease, match="not a Kafka version"):
+        release("latest")
+
+
+def test_a_follower_that_never_gets_a_record_is_paused_until_its_leader_dies():
+    steps = {s.index: s for s in _plan(_doc("kafka15583-power-failure-min-isr-2-loss")).steps}
+    assert steps[1].pause_before == ()            # record 0 reaches r1 (by step 5)
+    assert steps[4].pause_before == (1,)          # record 1 never does
+    assert steps[9].do == "power_fail" and steps[9].resume_after == (1,)
+    assert [i for i, s in steps.items() if s.checkpoint] == [3, 8, 10, 13]
+
+
+def test_a_second_death_is_held_when_the_first_victim_must_register_before_it_is_noticed():
+    steps = {s.index: s for s in _plan(_doc("kafka19522-crash-and-disk-loss")).steps}
+    assert steps[8].do == "lose_disk" and steps[8].hold
+    assert not steps[7].hold
+    steps = {s.index: s for s in _plan(_doc("kafka13141-disk-loss")).steps}
+    assert not any(s.hold for s in steps.values())
+
+
+def test_a_step_no_process_level_action_places_is_refused():
+    with pytest.raises(PlanError, match="step 1 flush\\(r0\\) needs the flushed point moved on command"):
+        compile_trace(replay(_doc("kip380-unclean-loss")).trace.states, ["flush(r0)"])
+
+
+def _view(s, logs=None, leader=None, isr=None, acked=None, elr=None):
+    n = len(s.replicas)
+    reps = tuple(ReplicaView(bool(rep.alive), False, tuple(logs[r] if logs else rep.log), rep.hw)
+                 for r, rep in enumerate(s.replicas))
+    c = s.controller
+    return View(c.leader if leader is None else leader, c.epoch,
+                frozenset(r for r in range(n) if c.isr >> r & 1) if isr is None else frozenset(isr),
+                elr, None, reps, {k: v for k, v in enumerate(s.history.acked) if v >= 0} if acked is None else acked)
+
+
+def test_a_checkpoint_allows_replication_ahead_and_nothing_else():
+    states = replay(_doc("kafka15583-power-failure-min-isr-2-loss")).trace.states
+    s3, s8 = states[3], states[8]
+    assert compare(s3, _view(s3), s8, False) == []
+    # r1 already copied record 0 and the producer heard of its ack: ahead by replication
+    ahead = _view(s3, logs=[((0, 0),), ((0, 0),)], acked={0: 0})
+    assert compare(s3, ahead, s8, False) == []
+    # a record its leader does not have is not replication
+    assert compare(s3, _view(s3, logs=[((0, 0),), ((1, 0),)]), s8, False) == ["r1 log [·] vs [1]"]
+    assert compare(s3, _view(s3, leader=1), s8, False) == ["leader r0 vs r1"]
+    assert compare(s8, _view(s8, isr=[0, 1]), s8, False) == ["isr r0 vs r0,r1"]
+
+
+def test_kraft_elects_from_the_elr_in_the_same_event_that_fences_the_leader():
+    """Recorded on Kafka 4.1.1 (this trace, step 10): the controller fenced r0 and elected r1 from
+    the ELR at once; the model takes two steps, and the closure of awaited steps joins them."""
+    doc = _doc("kafka15583-power-failure-min-isr-2-loss")
+    p = predict(doc, "kafka19522")
+    assert p.refused_at == 12 and p.outcome == "kept"
+    s10 = p.states[10]
+    real = View(1, 1, frozenset({1}), frozenset({0}), frozenset(), (
+        ReplicaView(False, False, (), 1), ReplicaView(True, False, ((0, 0),), 1)), {0: 0})
+    assert compare(s10, real, s10, True) != []
+    matches = [path for t, path in awaited_closure(p.model, s10) if not compare(t, real, t, True, low=s10)]
+    assert ("elect_offline(r1)",) in matches
+
+
+def test_the_verdict_is_what_the_clients_saw():
+    from hwcheck.spec.releases import release as rel
+    down, up = ReplicaView(False, False, (), 0), ReplicaView(True, False, (), 0)
+    gone = View(0, 2, frozenset({0}), None, None, (up, ReplicaView(True, False, ((0, 0),), 1)), {0: 0})
+    assert judge("NoCommittedDataLoss", gone, None, rel("3.9.1")) == (
+        "violated", "lost: record 0, acknowledged at offset 0, is gone on Kafka 3.9.1")
+    kept = gone._replace(leader=1)
+    assert judge("NoCommittedDataLoss", kept, None, rel("3.9.1"))[0] == "kept"
+    fenced = View(0, 3, frozenset({0}), frozenset(), frozenset(), (down, up), {})
+    assert judge("LeaderUnfenced", fenced, None, rel("4.0.1"))[0] == "violated"
+
+
+def test_the_reproductions_table_parses_and_its_traces_replay():
+    table = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["hwcheck"]["reproduce"]
+    rows = parse_reproductions(table)
+    assert len(rows) >= 6
+    for row in rows:
+        doc = load_itf((ROOT / row.trace).read_text())
+        _plan(doc)                                       # compiles at this stage (no proxy needed)
+        for version, expected in row.expect.items():
+            assert predict(doc, release(version).mode).outcome == expected, (row.name, version)
+
+
+@pytest.mark.parametrize("args, says", [
+    ((), "give a TRACE, --all or --check-releases"),
+    ((str(CX / "kip380-unclean-loss.itf.json"), "--kafka", "3.5.1"), "Kafka 3.5.1 is not in the releases table"),
+    ((str(CX / "kip380-unclean-loss.itf.json"), "--kafka", "x"), "is not a Kafka version"),
+    (("missing.itf.json",), "missing.itf.json"),
+])
+def test_bad_input_is_one_line(args, says, tmp_path):
+    assert says in one_line_error(run_cli("reproduce", *args, cwd=tmp_path))
+
+
+def test_a_trace_of_the_tla_port_is_refused(tmp_path):
+    run_cli("verify", "--model", "kafka-tla", "--mode", "kip101", "--out", "t.json", cwd=tmp_path)
+    assert "reproduce runs traces of the design model" in one_line_error(run_cli("reproduce", "t.json", cwd=tmp_path))

@@ -23,6 +23,7 @@ from typing import Optional
 import click
 
 from hwcheck.checker import variants
+from hwcheck.spec.releases import releases_of
 
 META_KEY = "hwcheck.json"
 
@@ -145,6 +146,14 @@ SCHEMA = {
                             "additionalProperties": {"type": "string"}},
                 "mode_file": {**_STR_OR_NULL, "description": "the file a variant was loaded from"},
                 "varies": {**_STR_OR_NULL, "description": "a variant: the nearest ladder mode"},
+                "releases": {"type": "array", "description": "the exact releases pinned to it (spec/releases.py), "
+                                                             "run by hwcheck reproduce --kafka",
+                             "items": {"type": "object", "required": ["version", "metadata", "elr", "coordinate"],
+                                       "properties": {"version": {"type": "string"},
+                                                      "metadata": {"enum": ["zookeeper", "kraft"]},
+                                                      "elr": {"enum": ["none", "off", "on"]},
+                                                      "coordinate": {"type": "string"}},
+                                       "additionalProperties": False}},
                 "differences": {"type": "array", "description": "a variant: rules and actions unlike that mode's",
                                 "items": {"type": "object", "required": ["rule", "base", "variant"]}},
             },
@@ -194,7 +203,9 @@ def mode_doc(m, variant: bool = False) -> dict:
            "changes": [{"rule": c.rule, "ref": c.ref, "source": c.source} for c in m.changes],
            "rules": {name: _rule_json(getattr(m, name)) for name in variants.RULES},
            "actions": {name: _rule_json(fn) for name, fn in m.actions},
-           "mode_file": variants.file_of(m.name), "varies": None}
+           "mode_file": variants.file_of(m.name), "varies": None,
+           "releases": [{"version": r.version, "metadata": r.metadata, "elr": r.elr, "coordinate": r.coordinate}
+                        for r in releases_of(m.name)]}
     if variant:
         base = variants.closest(m)
         out["varies"] = base.name

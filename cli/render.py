@@ -6,6 +6,7 @@ import textwrap
 from typing import List, Optional, Sequence
 
 from hwcheck.checker import variants
+from hwcheck.spec.releases import releases_of
 from hwcheck.spec.state import FOLLOWER, LEADER, UNDEFINED, members, replica_name
 
 
@@ -31,6 +32,10 @@ def modes_table(ladder, aliases, extra=(), width: int = 120) -> str:
     rows = []
     for mode in list(ladder) + list(extra):
         rows.append([mode.name, mode.kafka, "", mode.summary or "(no summary)"])
+        pinned = releases_of(mode.name)
+        if pinned:
+            rows.append(["", "", "", "releases pinned (hwcheck reproduce --kafka): "
+                         + ", ".join(f"{r.version} ({r.metadata})" for r in pinned)])
         for c in mode.changes:
             rows.append(["", "", c.ref, f"{c.rule}\nsource: {c.source}"])
         if mode in extra:

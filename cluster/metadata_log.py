@@ -398,3 +398,29 @@ def controller_view(metadata_dir: str | os.PathLike, topic: str, partition: int 
         frozenset(b for b, reg in st.brokers.items() if reg.fenced),
         {b: reg.epoch for b, reg in sorted(st.brokers.items())},
     )
+
+
+def fenced_leaders(metadata_dir: str | os.PathLike, topic: str, partition: int = 0) -> list[tuple[int, int, int]]:
+    """Every committed controller event (one record batch: ``QuorumController`` appends one event's
+    records atomically) after which the partition's leader was a broker the controller had fenced
+    or had no registration of: (batch base offset, leader, leader epoch). The KAFKA-19522 window can
+    be a few hundred milliseconds (the election written with the registration, the broker unfenced
+    after it catches up), too short to poll for; the log keeps it. Replays the log from its start
+    (a snapshot's events are not seen one by one: the limit of a run long enough to snapshot)."""
+    d, st = resolve(metadata_dir), MetadataImage()
+    if not d.is_dir():
+        return []
+    out = []
+    for f in segments(d):
+        for b in batches(f):
+            if b.attributes & CONTROL_FLAG:
+                continue
+            replay(st, records(b))
+            topic_id = st.topics.get(topic)
+            p = None if topic_id is None else st.partitions.get((topic_id, partition))
+            if p is None or p.leader < 0:
+                continue
+            reg = st.brokers.get(p.leader)
+            if reg is None or reg.fenced:
+                out.append((b.base_offset, p.leader, p.leader_epoch))
+    return out

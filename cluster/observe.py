@@ -1,8 +1,8 @@
 """The cluster in the model's words, and how it is compared with the model's state.
 
 A ``View`` is what the harness can see of the partition: the controller's leader, leader epoch,
-ISR, ELR and last known ELR (KRaft: replayed from the controller's metadata log; ZooKeeper: as the
-running brokers' metadata reports them, Metadata v7, which has no ELR), and per replica whether its process runs, its log as
+ISR, ELR and last known ELR (KRaft: replayed from the controller's metadata log; ZooKeeper: the
+partition's state znode, read with kazoo), and per replica whether its process runs, its log as
 record@epoch (read from its segment files: the batches' partitionLeaderEpoch) and its HW (its
 ``replication-offset-checkpoint``, written every 200 ms), plus what the producer was told.
 
@@ -92,8 +92,39 @@ def kraft_view(cluster: Cluster) -> Optional[wire.PartitionView]:
     return wire.PartitionView(p.leader, p.leader_epoch, p.replicas, p.isr, p.elr, p.last_known_elr, ())
 
 
+def zookeeper_view(cluster: Cluster) -> Optional[wire.PartitionView]:
+    """ZooKeeper mode: the controller's view as it wrote it, the partition's state znode
+    (``/brokers/topics/T/partitions/0/state``: leader, leader_epoch, isr, written by the controller
+    and by a leader's ISR changes, ``ZkPartitionStateMachine`` / ``Partition.shrinkIsr`` @2.6.0), read
+    with kazoo whether or not a broker runs."""
+    import json
+    try:
+        from kazoo.client import KazooClient
+        from kazoo.exceptions import KazooException, NoNodeError
+    except ImportError:
+        return controller_view(cluster)
+    zk = KazooClient(hosts=f"127.0.0.1:{cluster.nodes['zookeeper'].port}", timeout=2.0,
+                     connection_retry={"max_tries": 1}, command_retry={"max_tries": 1})
+    try:
+        zk.start(timeout=2.0)
+        try:
+            data, _ = zk.get(f"/brokers/topics/{TOPIC}/partitions/0/state")
+        except NoNodeError:
+            return None
+        state = json.loads(data)
+        return wire.PartitionView(state["leader"], state["leader_epoch"], (), tuple(state["isr"]), None, None, ())
+    except (KazooException, OSError, ValueError, Exception):
+        return None
+    finally:
+        try:
+            zk.stop()
+            zk.close()
+        except Exception:
+            pass
+
+
 def observe(cluster: Cluster, acked: Dict[int, int]) -> View:
-    pv = kraft_view(cluster) if cluster.kraft else controller_view(cluster)
+    pv = kraft_view(cluster) if cluster.kraft else zookeeper_view(cluster)
     replicas = tuple(replica_view(cluster, r) for r in range(cluster.replicas))
     if pv is None:
         return View(None, None, None, None, None, replicas, dict(acked))
@@ -116,7 +147,9 @@ def compare(s: State, v: View, upper: State, elr: bool, followers: bool = True, 
     n = len(s.replicas)
     out = []
     c = s.controller
-    if v.known:
+    if not v.known:
+        out.append("the controller's view could not be read")
+    else:
         if v.leader != c.leader:
             out.append(f"leader {_who(c.leader)} vs {_who(v.leader)}")
         if followers and v.isr != frozenset(members(c.isr, n)):

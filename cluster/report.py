@@ -61,8 +61,11 @@ def step_table(outcome) -> str:
 class Reproduction(NamedTuple):
     name: str
     trace: str
-    expect: Dict[str, str]          # exact release -> "lost"/"violated" or "kept"
+    expect: Dict[str, str]          # exact release -> what its cluster does: "violated" or "kept"
     elr: object = None              # True/False/None (the mode decides)
+    # exact release -> the first step where the cluster is known to part from the model (a finding
+    # written up in docs/results.md "Real clusters"); every other release must agree throughout
+    disagrees: Dict[str, int] = {}
 
 
 class TableError(ValueError):
@@ -73,8 +76,9 @@ OUTCOMES = {"lost": "violated", "violated": "violated", "fenced-leader": "violat
 
 
 def parse_reproductions(table: dict) -> List[Reproduction]:
-    """``[tool.hwcheck.reproduce.NAME]`` entries: ``trace``, ``expect = {"3.9.1" = "lost", ...}``,
-    optional ``elr``.
+    """``[tool.hwcheck.reproduce.NAME]`` entries: ``trace``, ``expect = {"3.9.1" = "lost", ...}``
+    (what each release's cluster does), optional ``elr`` and ``disagrees = {"4.1.1" = 14}`` (a known
+    finding: the step from which that release's cluster parts from the model).
 
     >>> parse_reproductions({"x": {"trace": "t.itf.json", "expect": {"3.9.1": "lost"}}})[0].expect
     {'3.9.1': 'violated'}
@@ -83,7 +87,7 @@ def parse_reproductions(table: dict) -> List[Reproduction]:
     for name, entry in table.items():
         if not isinstance(entry, dict) or "trace" not in entry or "expect" not in entry:
             raise TableError(f"reproduce.{name}: needs trace and expect")
-        unknown = set(entry) - {"trace", "expect", "elr", "description"}
+        unknown = set(entry) - {"trace", "expect", "elr", "description", "disagrees"}
         if unknown:
             raise TableError(f"reproduce.{name}: unknown key(s) {', '.join(sorted(unknown))}")
         expect = {}
@@ -97,5 +101,9 @@ def parse_reproductions(table: dict) -> List[Reproduction]:
             if what not in OUTCOMES:
                 raise TableError(f"reproduce.{name}: expect {what!r} for {version} (one of {', '.join(OUTCOMES)})")
             expect[version] = OUTCOMES[what]
-        out.append(Reproduction(name, entry["trace"], expect, entry.get("elr")))
+        disagrees = entry.get("disagrees", {})
+        if not isinstance(disagrees, dict) or set(disagrees) - set(expect) or not all(
+                isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in disagrees.values()):
+            raise TableError(f"reproduce.{name}: disagrees maps releases of expect to a step number")
+        out.append(Reproduction(name, entry["trace"], expect, entry.get("elr"), dict(disagrees)))
     return out

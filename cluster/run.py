@@ -26,6 +26,7 @@ from .plan import Plan, PlanError, compile_trace
 # the invariants whose breach a client of the real cluster can see
 JUDGED = ("NoCommittedDataLoss", "LeaderUnfenced")
 FETCH_SETTLE = 0.6         # seconds: past replica.fetch.wait.max.ms (100 ms) with a margin
+POLL = 0.1                 # seconds between two looks at the cluster while waiting for a checkpoint
 AHEAD_STABLE = 4.0         # seconds a state ahead of the model must hold (past replica.lag.time.max.ms x 1.5)
 RESTART_BUDGET = 12.0      # seconds a restarted broker may take to register (2-core machine, measured ~5-9 s)
 
@@ -220,9 +221,10 @@ def _place(cluster: Cluster, client, step, log) -> None:
 
 
 def _checkpoint(cluster, client, states, index, upper_index, label, elr, wait, log, last=False, model=None) -> Row:
-    """Poll the cluster until it agrees with the model's state ``index``, or with a state the
-    model reaches from it by awaited steps alone (cluster/plan.py ``awaited_closure``: Kafka ran
-    them before the harness's next step), twice in a row, or ``wait`` seconds pass (the row then
+    """Poll the cluster until it agrees with the model's state ``index`` (once: the next placed
+    step may have a short window, e.g. a broker registered and not yet unfenced), or holds a state
+    the model reaches from it by awaited steps alone (cluster/plan.py ``awaited_closure``: Kafka ran
+    them before the harness's next step) for AHEAD_STABLE seconds, or ``wait`` seconds pass (the row then
     keeps the differences from the trace's state). The trace's last state is compared once, by
     the controller and the leader only: the cluster goes on past it with steps the trace did not
     take (followers of the new leader truncate and rejoin the ISR)."""
@@ -244,11 +246,11 @@ def _checkpoint(cluster, client, states, index, upper_index, label, elr, wait, l
         ahead_since = (ahead_since or now) if ahead else None
         # the trace's own state: twice in a row; a state ahead of it: for AHEAD_STABLE seconds, since
         # a cluster still *behind* the model (an ISR shrink not yet taken) can look like one ahead
-        if agreed >= (1 if last else 2) or (ahead_since is not None and (last or now - ahead_since >= AHEAD_STABLE)):
+        if agreed >= 1 or (ahead_since is not None and (last or now - ahead_since >= AHEAD_STABLE)):
             break
         if now > deadline:
             break
-        client.sleep(0.25)
+        client.sleep(POLL)
     if diffs:
         log(f"step {index} {label}: after {wait:.0f} s the cluster still differs: {'; '.join(diffs)}")
     elif ahead:
@@ -259,6 +261,14 @@ def _checkpoint(cluster, client, states, index, upper_index, label, elr, wait, l
 def judge(invariant: str, v: View, cluster: Cluster, release: Release) -> Tuple[str, str]:
     """The real verdict from what clients saw, in one line."""
     name = f"Kafka {release.version}"
+    if invariant == "LeaderUnfenced" and cluster is not None and cluster.kraft:
+        from . import metadata_log
+        seen = metadata_log.fenced_leaders(cluster.nodes["controller"].data, TOPIC, 0)
+        if seen:
+            offset, leader, epoch = seen[0]
+            return "violated", (f"fenced leader: the controller named r{leader} leader at epoch {epoch} while it "
+                                f"was fenced (metadata offset {offset}) on {name}")
+        return "kept", f"kept: the controller never named a fenced broker leader on {name}"
     if invariant == "LeaderUnfenced":
         if v.leader is not None and v.leader >= 0 and not v.replicas[v.leader].alive:
             return "violated", f"fenced leader: r{v.leader} leads at epoch {v.epoch} while its broker is down on {name}"

@@ -247,7 +247,7 @@ def test_shell_completion_completes_commands_and_options():
     env = {"_HWCHECK_COMPLETE": "bash_complete", "COMP_WORDS": "hwcheck verify --mo", "COMP_CWORD": "2"}
     result = CliRunner().invoke(cli, [], prog_name="hwcheck", env=env)
     assert result.exit_code == 0 and "plain,--mode" in result.stdout.splitlines()
-    env.update(COMP_WORDS="hwcheck rep", COMP_CWORD="1")
+    env.update(COMP_WORDS="hwcheck repl", COMP_CWORD="1")
     assert CliRunner().invoke(cli, [], prog_name="hwcheck", env=env).stdout.splitlines() == ["plain,replay"]
 
 

@@ -1,0 +1,86 @@
+"""The reproductions table (pyproject.toml [tool.hwcheck.reproduce]) on real Kafka brokers on
+127.0.0.1, each row once, and Ctrl-C leaving no process behind. Resolving a release's jars from
+Maven Central is setup (a fixture; the cache outside the repository makes it a no-op after the
+first time), not part of a test; the tests themselves touch only the loopback."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import tomllib
+
+import pytest
+
+from hwcheck.checker.trace import load_itf
+from hwcheck.cluster import jars
+from hwcheck.cluster.report import parse_reproductions
+from hwcheck.cluster.run import artifacts, run
+from hwcheck.spec.releases import release
+
+from .conftest import ROOT
+
+pytestmark = pytest.mark.kafka
+
+ROWS = parse_reproductions(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["hwcheck"]["reproduce"])
+CASES = [(row, version) for row in ROWS for version in row.expect]
+
+
+def _java_processes(marker: str):
+    out = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout
+    return [p for p in out.split() if int(p) != os.getpid()]
+
+
+@pytest.fixture(scope="session")
+def kafka_lib():
+    """Resolve (once) the jars of a release; the time it took is printed with -s."""
+    cache = {}
+
+    def lib(version):
+        if version not in cache:
+            rel = release(version)
+            t0 = time.monotonic()
+            try:
+                cache[version] = jars.resolve(f"kafka-{rel.version}", artifacts(rel))
+            except jars.ResolveError as e:
+                pytest.fail(f"Kafka {version}: {e}")
+            print(f"jars of Kafka {version}: {time.monotonic() - t0:.1f} s")
+        return cache[version]
+    return lib
+
+
+@pytest.mark.parametrize("row, version", CASES, ids=[f"{r.name}-{v}" for r, v in CASES])
+def test_reproduction(row, version, kafka_lib, tmp_path):
+    doc = load_itf((ROOT / row.trace).read_text())
+    rel = release(version)
+    outcome = run(doc, rel, kafka_lib(version), elr=row.elr, keep=tmp_path / "evidence")
+    from hwcheck.cluster.report import step_table
+    table = step_table(outcome)
+    assert outcome.real == row.expect[version], f"{outcome.verdict}\n{table}"
+    # where the cluster parts from the model is a finding; it must stay where it was found
+    assert outcome.first_difference == row.disagrees.get(version), f"{outcome.verdict}\n{table}"
+    if version not in row.disagrees:
+        assert outcome.prediction.outcome == row.expect[version], table
+    assert not _java_processes(str(tmp_path)), "a broker outlived the run"
+
+
+def test_ctrl_c_stops_the_cluster_and_says_how_far_it_got(kafka_lib, tmp_path):
+    kafka_lib("3.9.1")
+    trace = ROOT / "counterexamples" / "kafka15583-power-failure-min-isr-2-loss.itf.json"
+    proc = subprocess.Popen([sys.executable, "-m", "hwcheck.cli", "reproduce", str(trace), "--kafka", "3.9.1",
+                             "--keep", str(tmp_path / "kept")], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, cwd=tmp_path)
+    seen = ""
+    deadline = time.monotonic() + 120
+    while "step 1 produce" not in seen and time.monotonic() < deadline:
+        line = proc.stderr.readline()
+        if not line:
+            break
+        seen += line
+    assert "step 1 produce" in seen, seen
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, seen + err
+    assert "interrupted at step" in err and "the cluster is stopped" in err, err
+    assert "Traceback" not in err
+    assert not _java_processes(str(tmp_path / "kept")), "a broker outlived Ctrl-C"

@@ -145,6 +145,8 @@ def run(doc: dict, release: Release, lib: Path, *, elr: Optional[bool] = None, k
                             log(f"step {step.index}: holding {RESTART_BUDGET:.0f} s so the controller notices "
                                 f"the earlier failure first, with time for a restart in between")
                             client.sleep(RESTART_BUDGET)
+                        if step.pause_before:
+                            _before_pause(cluster, client, step, states[_next(ckpts, step.index - 1)], wait, log)
                         for f in step.pause_before:
                             cluster.pause(f)
                         if step.pause_before:
@@ -182,6 +184,25 @@ def run(doc: dict, release: Release, lib: Path, *, elr: Optional[bool] = None, k
     outcome.seconds = time.monotonic() - started
     outcome.evidence = keep
     return outcome
+
+
+def _before_pause(cluster, client, step, target, wait, log) -> None:
+    """Before a follower is paused, let it copy what it holds at the next checkpoint, and its
+    leader acknowledge what the producer has heard of by then: the model may have those fetches
+    still to come after the placed step (they are awaited), but a paused follower cannot take them."""
+    deadline = time.monotonic() + wait
+    produced = client.produced
+    want_acked = {rec: off for rec, off in model_acked(target).items() if rec < produced}
+    while True:
+        view = observe(cluster, client.acked)
+        copied = all(tuple(rec for rec, _ in view.replicas[f].log)[:len(target.replicas[f].log)]
+                     == tuple(rec for rec, _ in target.replicas[f].log) for f in step.pause_before)
+        if copied and want_acked.items() <= view.acked.items():
+            return
+        if time.monotonic() > deadline:
+            log(f"step {step.index}: the followers to pause did not reach the model's next checkpoint in {wait:.0f} s")
+            return
+        client.sleep(POLL)
 
 
 def _next(ckpts: List[int], at: int) -> int:

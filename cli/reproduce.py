@@ -14,15 +14,15 @@ import sys
 import time
 import tomllib
 from pathlib import Path
-from typing import List, Optional
+from typing import Optional
 
 import click
 
 from hwcheck.checker.families import DESIGN
 from hwcheck.checker.trace import TraceError, load_itf, replay as replay_trace, trace_family
-from hwcheck.spec.releases import RELEASES, UnknownRelease, newest_of, release as find_release, releases_of
+from hwcheck.spec.releases import RELEASES, UnknownRelease, newest_of, release as find_release
 
-from .options import EXIT_HOLDS, EXIT_INTERRUPTED, EXIT_USAGE, EXIT_VIOLATION, fail, read_text
+from .options import EXIT_HOLDS, EXIT_INTERRUPTED, EXIT_VIOLATION, fail, read_text
 
 
 def _say(msg: str) -> None:
@@ -197,11 +197,15 @@ def reproduce(trace_file, versions, elr, keep, as_json, run_all, check_releases:
         if trace_file is None:
             fail("give a TRACE, --all or --check-releases")
         doc = _load_trace(trace_file)
-        from hwcheck.cluster.plan import PlanError, compile_trace
+        from hwcheck.cluster.plan import PlanError, compile_trace, needs_proxy
+        done = replay_trace(doc)
         try:
-            compile_trace(replay_trace(doc).trace.states, [s["#meta"]["action"] for s in doc["states"][1:]])
+            plan = compile_trace(done.trace.states, [s["#meta"]["action"] for s in doc["states"][1:]])
         except PlanError as e:
             fail(f"{trace_file}: {e}")
+        why = needs_proxy(done.model, done.trace.states, plan.steps, done.trace.invariant)
+        if why:
+            fail(f"{trace_file}: {why}")
         jobs = [(trace_file.name, doc, rel, elr, None) for rel in _releases_for(doc, versions)]
     results, code = [], EXIT_HOLDS
     for name, doc, rel, entry_elr, expected in jobs:

@@ -26,7 +26,8 @@ import re
 from dataclasses import dataclass, field
 from typing import List, Optional, Sequence, Tuple
 
-from hwcheck.spec.state import LEADER, UNDEFINED, State
+from hwcheck.spec.state import (EPOCH_REQUEST, EPOCH_RESPONSE, FETCH, FETCH_RESPONSE, LEADER, MESSAGE_NAMES, UNDEFINED,
+                                State)
 
 # placed steps: the model's action -> what the harness does (cluster/run.py)
 PLACED = {
@@ -199,7 +200,76 @@ def awaited_closure(model, s: State, limit: int = 20000) -> List[Tuple[State, Tu
     return list(seen.items())
 
 
-def needs_proxy(plan: Plan) -> Optional[str]:
-    """Why a compiled trace needs fetch-level control, or None. (Refused in compile_trace for the
-    actions no process-level step places; kept as one question for the CLI and docs.)"""
+# the step that delivers each kind of message (spec/state.py): responses to the follower, requests
+# to the leader
+_DELIVERY = {FETCH: "leader_handle_fetch", EPOCH_REQUEST: "leader_handle_epoch_request",
+             FETCH_RESPONSE: "follower_handle_fetch", EPOCH_RESPONSE: "follower_handle_epoch_response"}
+
+
+def needs_proxy(model, states: Sequence[State], steps: List[Step], invariant: Optional[str]) -> Optional[str]:
+    """Why a trace needs fetch-level control, or None. A fault the harness places lands between two
+    messages: the model has a Fetch or OffsetsForLeaderEpoch message in flight to or from the
+    victim that it never delivers. A real broker answers and applies such a message within
+    milliseconds, before the harness can place the fault, unless its receiver is paused across the
+    step (the pauses above). Where delivering it first changes a log, a HW or an acknowledgement
+    *and* the rest of the trace then no longer runs to its violation (a step refused, or the
+    invariant kept), the message must be held: stage 2's proxy.
+
+    >>> from hwcheck.checker.trace import load_itf, replay
+    >>> done = replay(load_itf(open("counterexamples/hw-data-loss.itf.json").read()))
+    >>> labels = [done.model.format_label(l) for l in done.trace.labels]
+    >>> needs_proxy(done.model, done.trace.states, compile_trace(done.trace.states, labels).steps, done.trace.invariant)
+    "step 7 crash(r1): the FetchResponse r0->r1 in flight would reach r1 first (r1's HW 0 -> 1), and then NoCommittedDataLoss holds at the end; the trace needs it held: needs one Fetch held: not supported yet"
+    """
+    paused = set()
+    labels = [model.parse_label(s.label) for s in steps]
+    for k, step in enumerate(steps):
+        paused |= set(step.pause_before)
+        if step.action in DEATHS:
+            before = states[step.index - 1]
+            victim = step.args[0]
+            for f, msg in enumerate(before.inflight):
+                if not msg or victim not in (f, msg[1]):
+                    continue
+                kind, leader = msg[0], msg[1]
+                to_follower = kind in (FETCH_RESPONSE, EPOCH_RESPONSE)
+                if to_follower and f in paused:
+                    continue                    # a paused receiver reads it only after the fault
+                after = model.step(before, (_DELIVERY[kind], *((f,) if to_follower else (leader, f))))
+                changed = _visible_change(before, after)
+                if not changed:
+                    continue
+                broken = _rest_breaks(model, after, labels[k:], steps[k:], invariant)
+                if broken:
+                    src, dst = (leader, f) if to_follower else (f, leader)
+                    return (f"step {step.index} {step.label}: the {MESSAGE_NAMES[kind]} r{src}->r{dst} in flight "
+                            f"would reach r{dst} first ({changed}), and then {broken}; the trace needs it held: "
+                            f"needs one Fetch held: not supported yet")
+        paused -= set(step.resume_after)
     return None
+
+
+def _rest_breaks(model, s: State, labels, steps, invariant) -> str:
+    """Run the rest of the trace from ``s``: "" if it still ends in the invariant's violation."""
+    for label, step in zip(labels, steps):
+        nxt = model.step(s, label)
+        if nxt is None:
+            return f"step {step.index} is refused"
+        s = nxt
+    if invariant and invariant not in model.violated(s):
+        return f"{invariant} holds at the end"
+    return ""
+
+
+def _visible_change(s: State, t: Optional[State]) -> str:
+    """What a delivery changes that the harness would see: a log, a HW, an acknowledgement."""
+    if t is None:
+        return ""
+    for r, (a, b) in enumerate(zip(s.replicas, t.replicas)):
+        if a.log != b.log:
+            return f"r{r}'s log {len(a.log)} -> {len(b.log)} records"
+        if a.hw != b.hw:
+            return f"r{r}'s HW {a.hw} -> {b.hw}"
+    if s.history.acked != t.history.acked:
+        return "an acknowledgement"
+    return ""

@@ -3,7 +3,7 @@ checkpoint) and the reproductions table of pyproject.toml (``[tool.hwcheck.repro
 
 from __future__ import annotations
 
-from typing import Dict, List, NamedTuple, Tuple
+from typing import Dict, List, NamedTuple
 
 from hwcheck.spec.releases import UnknownRelease, release
 from hwcheck.spec.state import LEADER, UNDEFINED, members

@@ -12,16 +12,15 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Callable, List, Optional, Tuple
 
 from hwcheck.checker.trace import differential, replay
 from hwcheck.spec.releases import ELR_NONE, Release
-from hwcheck.spec.state import UNDEFINED, members
 
 from . import disk
-from .brokers import TOPIC, Cluster, ClusterError, Timing
-from .observe import View, compare, model_acked, observe, render_controller, render_replica
-from .plan import Plan, PlanError, compile_trace
+from .brokers import TOPIC, Cluster, Timing
+from .observe import View, compare, model_acked, observe
+from .plan import Plan, PlanError, compile_trace, needs_proxy
 
 # the invariants whose breach a client of the real cluster can see
 JUDGED = ("NoCommittedDataLoss", "LeaderUnfenced")
@@ -121,13 +120,15 @@ def run(doc: dict, release: Release, lib: Path, *, elr: Optional[bool] = None, k
     invariant = doc["#meta"]["hwcheck"].get("invariant")
     prediction = predict(doc, release.mode)
     plan = compile_trace(prediction.states, prediction.labels)
+    why = needs_proxy(prediction.model, prediction.states, plan.steps, invariant if prediction.violated else None)
+    if why:
+        raise PlanError(why)
     use_elr = _elr_setting(release, MODES[release.mode].elr, elr)
     outcome = Outcome(release, prediction)
     started = time.monotonic()
     cluster = Cluster(release, lib, cfg["replicas"], min_isr=cfg["min_isr"],
                       unclean_election=cfg["unclean_election"], elr=use_elr, timing=timing or Timing(),
                       root=keep, keep=keep is not None, log=log, first=_zk_controller(plan, cfg["replicas"]))
-    acked: Dict[int, int] = {}
     step_no = 0
     try:
         with cluster:

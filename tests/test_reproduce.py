@@ -1,7 +1,6 @@
 """`hwcheck reproduce` without a cluster: the releases table, the trace compiler, the checkpoint
 comparison against recorded cluster states, the reproductions table, and bad input."""
 
-import json
 import tomllib
 
 import pytest
@@ -127,6 +126,26 @@ def test_the_reproductions_table_parses_and_its_traces_replay():
 ])
 def test_bad_input_is_one_line(args, says, tmp_path):
     assert says in one_line_error(run_cli("reproduce", *args, cwd=tmp_path))
+
+
+def test_kip101_scenario_1_needs_a_held_response_and_the_reproduced_rows_do_not():
+    from hwcheck.cluster.plan import needs_proxy
+    why = {}
+    for name in ("hw-data-loss", "kafka19522-crash-and-power-failure-loss", "kafka13141-disk-loss"):
+        done = replay(_doc(name))
+        labels = [done.model.format_label(label) for label in done.trace.labels]
+        why[name] = needs_proxy(done.model, done.trace.states, compile_trace(done.trace.states, labels).steps,
+                                done.trace.invariant)
+    # the HW-raising response in flight to the restarting follower is KIP-101 scenario 1 itself
+    assert why["hw-data-loss"].startswith("step 7 crash(r1): the FetchResponse r0->r1 in flight would reach r1 "
+                                          "first (r1's HW 0 -> 1), and then NoCommittedDataLoss holds")
+    # the same kind of response raises a follower's HW there too, but the loss does not depend on it
+    assert why["kafka19522-crash-and-power-failure-loss"] is None and why["kafka13141-disk-loss"] is None
+
+
+def test_a_trace_needing_a_held_fetch_is_one_line(tmp_path):
+    line = one_line_error(run_cli("reproduce", str(CX / "hw-data-loss.itf.json"), cwd=tmp_path))
+    assert line.endswith("needs one Fetch held: not supported yet")
 
 
 def test_a_trace_of_the_tla_port_is_refused(tmp_path):

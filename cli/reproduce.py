@@ -20,7 +20,7 @@ import click
 
 from hwcheck.checker.families import DESIGN
 from hwcheck.checker.trace import TraceError, load_itf, replay as replay_trace, trace_family
-from hwcheck.spec.releases import RELEASES, UnknownRelease, newest_of, release as find_release
+from hwcheck.spec.releases import RELEASES, UnknownRelease, newest_of, release as find_release, releases_of
 
 from .options import EXIT_HOLDS, EXIT_INTERRUPTED, EXIT_VIOLATION, fail, read_text
 
@@ -88,7 +88,8 @@ def _releases_for(doc: dict, versions) -> list:
         try:
             out.append(find_release(v))
         except UnknownRelease as e:
-            fail(str(e))
+            covers = ", ".join(r.version for r in releases_of(mode)) or "no pinned release"
+            fail(f"{e} (the trace's mode {mode} covers {covers})")
     return out
 
 

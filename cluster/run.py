@@ -23,7 +23,7 @@ from .observe import View, compare, model_acked, observe
 from .plan import Plan, PlanError, compile_trace, needs_proxy
 
 # the invariants whose breach a client of the real cluster can see
-JUDGED = ("NoCommittedDataLoss", "LeaderUnfenced")
+JUDGED = ("NoCommittedDataLoss", "LeaderUnfenced", "NoLogDivergence")
 FETCH_SETTLE = 0.6         # seconds: past replica.fetch.wait.max.ms (100 ms) with a margin
 POLL = 0.1                 # seconds between two looks at the cluster while waiting for a checkpoint
 AHEAD_STABLE = 4.0         # seconds a state ahead of the model must hold (past replica.lag.time.max.ms x 1.5)
@@ -118,6 +118,9 @@ def run(doc: dict, release: Release, lib: Path, *, elr: Optional[bool] = None, k
     from hwcheck.spec.modes import MODES
     cfg = doc["#meta"]["hwcheck"]["config"]
     invariant = doc["#meta"]["hwcheck"].get("invariant")
+    if invariant not in JUDGED:
+        raise PlanError(f"judging {invariant} on a real cluster is not supported yet (reproduce judges "
+                        f"{', '.join(JUDGED)})")
     prediction = predict(doc, release.mode)
     plan = compile_trace(prediction.states, prediction.labels)
     why = needs_proxy(prediction.model, prediction.states, plan.steps, invariant if prediction.violated else None)
@@ -295,6 +298,16 @@ def judge(invariant: str, v: View, cluster: Cluster, release: Release) -> Tuple[
         if v.leader is not None and v.leader >= 0 and not v.replicas[v.leader].alive:
             return "violated", f"fenced leader: r{v.leader} leads at epoch {v.epoch} while its broker is down on {name}"
         return "kept", f"kept: no broker leads while down on {name}"
+    if invariant == "NoLogDivergence":
+        for a in range(len(v.replicas)):
+            for b in range(a + 1, len(v.replicas)):
+                ra, rb = v.replicas[a], v.replicas[b]
+                below = min(ra.hw, rb.hw, len(ra.log), len(rb.log))
+                for off in range(below):
+                    if ra.log[off][0] != rb.log[off][0]:
+                        return "violated", (f"diverged: offset {off} holds record {ra.log[off][0]} on r{a} and "
+                                            f"record {rb.log[off][0]} on r{b}, below both HWs, on {name}")
+        return "kept", f"kept: the replicas agree below their HWs on {name}"
     if v.leader is None or v.leader < 0:
         return "kept", f"kept: the partition has no leader on {name} (nothing acknowledged was served otherwise)"
     log = v.replicas[v.leader].log

@@ -104,6 +104,12 @@ def test_the_verdict_is_what_the_clients_saw():
     assert judge("NoCommittedDataLoss", kept, None, rel("3.9.1"))[0] == "kept"
     fenced = View(0, 3, frozenset({0}), frozenset(), frozenset(), (down, up), {})
     assert judge("LeaderUnfenced", fenced, None, rel("4.0.1"))[0] == "violated"
+    forked = View(0, 2, frozenset({0}), None, None, (ReplicaView(True, False, ((1, 1),), 1),
+                                                     ReplicaView(False, False, ((0, 0),), 1)), {})
+    assert judge("NoLogDivergence", forked, None, rel("2.6.0")) == (
+        "violated", "diverged: offset 0 holds record 1 on r0 and record 0 on r1, below both HWs, on Kafka 2.6.0")
+    assert judge("NoLogDivergence", forked._replace(replicas=(forked.replicas[0], forked.replicas[1]._replace(hw=0))),
+                 None, rel("2.6.0"))[0] == "kept"
 
 
 def test_the_reproductions_table_parses_and_its_traces_replay():

@@ -18,7 +18,7 @@ from hwcheck.checker.trace import differential, replay
 from hwcheck.spec.releases import ELR_NONE, Release
 
 from . import disk
-from .brokers import TOPIC, Cluster, Timing
+from .brokers import TOPIC, Cluster, ClusterError, Timing
 from .observe import View, compare, model_acked, observe
 from .plan import Plan, PlanError, compile_trace, needs_proxy
 
@@ -238,11 +238,32 @@ def _place(cluster: Cluster, client, step, log) -> None:
     elif step.do == "lose_disk":
         cluster.lose_disk(r)
     elif step.do == "restart":
-        cluster.restart(r)
+        _restart(cluster, r)
     elif step.do == "elect_preferred":
         client.elect_preferred()
     else:
         raise PlanError(f"step {step.index} {step.label}: nothing places {step.do!r}")
+
+
+def _restart(cluster: Cluster, r: int, timeout: float = 90.0) -> None:
+    """The model's restart is the broker back *and registered* (KRaft: a new registration with a new
+    broker epoch, ZooKeeper: its listener up once it registered): the harness places the next step
+    only after that, never against a process still starting."""
+    from . import metadata_log
+    if not cluster.kraft:
+        cluster.restart(r)
+        cluster.wait_listening(cluster.broker(r), timeout)
+        return
+    ctl = cluster.nodes["controller"].data
+    before = metadata_log.controller_view(ctl, TOPIC, 0).broker_epochs.get(r)
+    cluster.restart(r)
+    deadline = time.monotonic() + timeout
+    while metadata_log.controller_view(ctl, TOPIC, 0).broker_epochs.get(r) == before:
+        if time.monotonic() > deadline:
+            raise ClusterError(f"r{r} did not register again within {timeout:.0f} s")
+        if not cluster.broker(r).running:
+            raise ClusterError(f"r{r} exited while starting again")
+        time.sleep(POLL)
 
 
 def _checkpoint(cluster, client, states, index, upper_index, label, elr, wait, log, last=False, model=None) -> Row:

@@ -23,7 +23,10 @@ DEFAULTS = Config()
 
 def fail(message: str) -> "click.exceptions.Exit":
     """One line on stderr, exit 2: the way every bad input ends."""
-    click.echo(f"hwcheck: error: {message}", err=True)
+    # a name read from a file may hold a line break (\n, \x85, \u2028, ...): escape it, keep one line
+    one_line = "".join(ch.encode("unicode_escape").decode() if len(f"a{ch}b".splitlines()) > 1 else ch
+                       for ch in message)
+    click.echo(f"hwcheck: error: {one_line}", err=True)
     raise click.exceptions.Exit(EXIT_USAGE)
 
 

@@ -20,7 +20,7 @@ from hwcheck.spec.releases import release
 
 from .conftest import ROOT
 
-pytestmark = pytest.mark.kafka
+pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
 ROWS = parse_reproductions(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["hwcheck"]["reproduce"])
 CASES = [(row, version) for row in ROWS for version in row.expect]

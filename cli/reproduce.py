@@ -115,6 +115,10 @@ def run_one(doc, rel, elr, keep: Optional[Path], as_json: bool, wait: float):
         _say(f"hwcheck: interrupted at step {e.step} on Kafka {rel.version} after {e.outcome.seconds:.0f} s; "
              f"the cluster is stopped")
         sys.exit(EXIT_INTERRUPTED)
+    if keep is not None and keep.exists():
+        # the observed states beside the brokers' logs, configs and data: what the table was made from
+        (keep / "observed.json").write_text(json.dumps(outcome_doc(outcome), indent=1) + "\n")
+        (keep / "table.txt").write_text(step_table(outcome) + "\n" + outcome.verdict + "\n")
     if not as_json:
         click.echo(step_table(outcome))
         p = outcome.prediction

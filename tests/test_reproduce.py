@@ -1,6 +1,7 @@
 """`hwcheck reproduce` without a cluster: the releases table, the trace compiler, the checkpoint
 comparison against recorded cluster states, the reproductions table, and bad input."""
 
+import json
 import tomllib
 
 import pytest
@@ -157,3 +158,25 @@ def test_a_trace_needing_a_held_fetch_is_one_line(tmp_path):
 def test_a_trace_of_the_tla_port_is_refused(tmp_path):
     run_cli("verify", "--model", "kafka-tla", "--mode", "kip101", "--out", "t.json", cwd=tmp_path)
     assert "reproduce runs traces of the design model" in one_line_error(run_cli("reproduce", "t.json", cwd=tmp_path))
+
+
+def test_the_step_table_and_the_json_document_of_an_outcome():
+    """A recorded run (Kafka 3.9.1, the 15583 trace, checkpoints 0 and 13) rendered as the CLI
+    prints it and as --json / --keep's observed.json write it."""
+    from hwcheck.cli.reproduce import outcome_doc
+    from hwcheck.cluster.report import step_table
+    from hwcheck.cluster.run import Outcome, Row
+    doc = _doc("kafka15583-power-failure-min-isr-2-loss")
+    p = predict(doc, "kafka15583")
+    s0, s13 = p.states[0], p.states[13]
+    empty = ReplicaView(True, False, (), 0)
+    first = View(0, 0, frozenset({0, 1}), None, None, (empty, empty), {})
+    last = View(0, 2, frozenset({0}), None, None, (empty, ReplicaView(True, False, ((0, 0),), 1)), {0: 0})
+    out = Outcome(release("3.9.1"), p, [Row(0, "init", s0, first, []), Row(13, "become_leader(r0)", s13, last, [])],
+                  "lost: record 0, acknowledged at offset 0, is gone on Kafka 3.9.1", "violated", None, 16.0)
+    table = step_table(out).splitlines()
+    assert table[0].split()[:5] == ["step", "action", "side", "r0", "r1"]
+    assert "kafka 3.9.1" in table[-1] and "up [0@0] leo=1 hw=1" in table[-1] and "r0 e2 isr=r0" in table[-1]
+    got = json.loads(json.dumps(outcome_doc(out)))
+    assert (got["kafka"], got["predicted"], got["real"], got["agrees"]) == ("3.9.1", "violated", "violated", True)
+    assert got["rows"][1]["kafka"]["replicas"][1]["log"] == [[0, 0]] and got["rows"][1]["kafka"]["acked"] == {"0": 0}

@@ -6,16 +6,14 @@ from __future__ import annotations
 from typing import Dict, List, NamedTuple
 
 from hwcheck.spec.releases import UnknownRelease, release
-from hwcheck.spec.state import LEADER, UNDEFINED, members
+from hwcheck.spec.state import UNDEFINED, members
 
-from .observe import render_controller, render_replica
+from .observe import ReplicaView, render_controller, render_replica
 
 
 def model_replica(rep) -> str:
-    """A model replica drawn as render_replica draws a real one (role letters aside)."""
-    head = ("L" if rep.role == LEADER else "F" if rep.alive and rep.role else "-") if rep.alive else "down"
-    log = " ".join(f"{rec}@{ep}" for rec, ep in rep.log) or "·"
-    return f"{head if not rep.alive else 'up'} [{log}] leo={len(rep.log)} hw={rep.hw}"
+    """A model replica drawn exactly as render_replica draws a real one."""
+    return render_replica(ReplicaView(bool(rep.alive), False, tuple(rep.log), rep.hw))
 
 
 def model_controller(c, n: int, elr: bool) -> str:

@@ -106,7 +106,7 @@ def compile_trace(states: Sequence[State], labels: Sequence[str]) -> Plan:
     for k, step in enumerate(steps):
         nxt = steps[k + 1] if k + 1 < len(steps) else None
         step.checkpoint = nxt is None or nxt.placed
-    _plan_pauses(steps, states)
+    _plan_pauses(steps, states, Plan(steps).checkpoints())
     _plan_holds(steps)
     return Plan(steps)
 
@@ -141,8 +141,7 @@ def lags_for_good(states: Sequence[State], checkpoints: Sequence[int], at: int, 
     return bool(missing)
 
 
-def _plan_pauses(steps: List[Step], states: Sequence[State]) -> None:
-    checkpoints = [0] + [s.index for s in steps if s.checkpoint]
+def _plan_pauses(steps: List[Step], states: Sequence[State], checkpoints: List[int]) -> None:
     n = len(states[0].replicas)
     paused = set()
     for k, step in enumerate(steps):

@@ -281,16 +281,15 @@ def _checkpoint(cluster, client, states, index, upper_index, label, elr, wait, l
     agreed, ahead_since = 0, None
     while True:
         view = observe(cluster, client.acked)
-        ahead = None
-        for t, path in closure:
-            if not compare(t, view, upper if t is s else t, bool(elr), followers=not last, low=s):
-                ahead = path
-                break
-        diffs = [] if ahead is not None else compare(s, view, upper, bool(elr), followers=not last)
+        diffs = compare(s, view, upper, bool(elr), followers=not last)     # closure[0] is s itself
+        ahead = () if not diffs else next(
+            (path for t, path in closure[1:] if not compare(t, view, t, bool(elr), followers=not last, low=s)), None)
+        if ahead is not None:
+            diffs = []
         now = time.monotonic()
         agreed = agreed + 1 if ahead == () else 0
         ahead_since = (ahead_since or now) if ahead else None
-        # the trace's own state: twice in a row; a state ahead of it: for AHEAD_STABLE seconds, since
+        # the trace's own state: once; a state ahead of it: for AHEAD_STABLE seconds, since
         # a cluster still *behind* the model (an ISR shrink not yet taken) can look like one ahead
         if agreed >= 1 or (ahead_since is not None and (last or now - ahead_since >= AHEAD_STABLE)):
             break

@@ -32,7 +32,7 @@ from typing import Dict, Iterable, List, Optional, Tuple
 
 import networkx as nx
 
-from hwcheck.spec.state import (EPOCH_REQUEST, FETCH, FETCH_RESPONSE, FOLLOWER, LEADER, UNDEFINED, State,
+from hwcheck.spec.state import (EPOCH_REQUEST, FETCH, FETCH_RESPONSE, FOLLOWER, LEADER, UNDEFINED, Message, State,
                                 members)
 
 from .bfs import fingerprint
@@ -329,15 +329,14 @@ def summary(s: State) -> str:
     return "\n".join(lines)
 
 
-def _message(msg: tuple) -> str:
-    kind = msg[0]
-    if kind == FETCH:
-        return f"fetch@{msg[3]}"
-    if kind == FETCH_RESPONSE:
-        return f"resp[{','.join(str(rec) for rec, _ in msg[2])}]hw{msg[3]}"
-    if kind == EPOCH_REQUEST:
-        return f"epoch?{msg[3]}"
-    return f"epoch={msg[2]}:{msg[3]}"
+def _message(msg: Message) -> str:
+    if msg.kind == FETCH:
+        return f"fetch@{msg.fetch_offset}"
+    if msg.kind == FETCH_RESPONSE:
+        return f"resp[{','.join(str(rec) for rec, _ in msg.records)}]hw{msg.hw}"
+    if msg.kind == EPOCH_REQUEST:
+        return f"epoch?{msg.requested_epoch}"
+    return f"epoch={msg.epoch}:{msg.end_offset}"
 
 
 def chain_text(chain: List[List[Tuple]], limit: int = 3) -> str:

@@ -254,6 +254,8 @@ class SCtl(NamedTuple):
 
 
 class SMsg(NamedTuple):
+    """A message in flight, one layout for every kind: the slots ``a b c d`` mean what the kind's
+    message in spec/state.py calls them, and are read by those names (``m.fetch_offset``)."""
     kind: object
     peer: object
     a: object           # Fetch: leader epoch; FetchResponse: hw; EpochRequest: leader epoch; EpochResponse: epoch
@@ -263,14 +265,35 @@ class SMsg(NamedTuple):
     c: object = 0       # truncate_on_fetch: Fetch: last fetched epoch; FetchResponse: diverging epoch
     d: object = 0       # truncate_on_fetch: Fetch: broker epoch (0 before KIP-903); FetchResponse: its end
 
+    # the spec's field names (spec/state.py), each for the kinds that have it
+    leader = property(lambda m: m.peer)                   # every kind: the leader it goes to or comes from
+    current_leader_epoch = property(lambda m: m.a)        # Fetch, EpochRequest
+    fetch_offset = property(lambda m: m.b)                # Fetch
+    last_fetched_epoch = property(lambda m: m.c)          # Fetch (truncation on fetch)
+    broker_epoch = property(lambda m: m.d)                # Fetch (KIP-903)
+    hw = property(lambda m: m.a)                          # FetchResponse
+    leader_leo = property(lambda m: m.b)                  # FetchResponse
+    diverging_epoch = property(lambda m: m.c)             # FetchResponse (truncation on fetch)
+    diverging_end_offset = property(lambda m: m.d)        # FetchResponse (truncation on fetch)
+    requested_epoch = property(lambda m: m.b)             # EpochRequest
+    epoch = property(lambda m: m.a)                       # EpochResponse
+    end_offset = property(lambda m: m.b)                  # EpochResponse
+
 
 class SStale(NamedTuple):
+    """A Fetch its sender abandoned (spec/state.py ``State.stale``), read by the Fetch's field names."""
     kind: object        # NO_MSG or FETCH
     peer: object        # the leader it was sent to
     a: object           # its current leader epoch
     b: object           # its fetch offset
     c: object = 0       # truncate_on_fetch: its last fetched epoch
     d: object = 0       # truncate_on_fetch: its broker epoch
+
+    leader = property(lambda m: m.peer)
+    current_leader_epoch = property(lambda m: m.a)
+    fetch_offset = property(lambda m: m.b)
+    last_fetched_epoch = property(lambda m: m.c)
+    broker_epoch = property(lambda m: m.d)
 
 
 class SHist(NamedTuple):
@@ -445,13 +468,13 @@ class Encoding:
         for m in s.inflight:
             if not m:
                 msgs.append(SMsg(NO_MSG, 0, 0, 0, 0, (ZERO,) * L))
-            elif m[0] == FETCH_RESPONSE:
-                _, peer, records, hw, leo = m[:5]
-                start = leo - len(records)
-                msgs.append(SMsg(FETCH_RESPONSE, peer, hw, leo, start, slots(records, L, start), *m[5:7]))
-            else:
-                msgs.append(SMsg(m[0], m[1], m[2], m[3], 0, (ZERO,) * L, *m[4:6]))
-        stale = tuple(SStale(*m) if m else self._no_stale() for m in s.stale)
+            elif m.kind == FETCH_RESPONSE:
+                start = m.leader_leo - len(m.records)
+                cd = (m.diverging_epoch, m.diverging_end_offset) if self.tof else ()
+                msgs.append(SMsg(FETCH_RESPONSE, m.leader, m.hw, m.leader_leo, start, slots(m.records, L, start), *cd))
+            else:   # Fetch, EpochRequest, EpochResponse: their fields in the slots a b (c d)
+                msgs.append(SMsg(m.kind, m.leader, m[2], m[3], 0, (ZERO,) * L, *(m[4:6] if self.tof else ())))
+        stale = tuple(SStale(*(m if self.tof else m[:4])) if m else self._no_stale() for m in s.stale)
         h = s.history
         if len(h.exposed) > L:
             raise ValueError("state does not fit the encoding's bounds")
@@ -467,7 +490,8 @@ class Encoding:
 
     def to_state(self, v: SState):
         """Concrete terms (of_state, a z3 model's values) back to a spec state."""
-        from hwcheck.spec.state import Controller, History, Replica, State
+        from hwcheck.spec.state import (Controller, EpochRequest, EpochResponse, Fetch, FetchResponse, History,
+                                        Replica, State)
 
         def mask(bs):
             return sum(1 << x for x, b in enumerate(bs) if b)
@@ -483,12 +507,16 @@ class Encoding:
             if m.kind == NO_MSG:
                 inflight.append(())
             elif m.kind == FETCH_RESPONSE:
-                inflight.append((FETCH_RESPONSE, m.peer, tuple(m.recs[m.start:m.b]), m.a, m.b) + extra(m))
+                inflight.append(FetchResponse(FETCH_RESPONSE, m.leader, tuple(m.recs[m.start:m.leader_leo]), m.hw,
+                                              m.leader_leo, *extra(m)))
             elif m.kind == FETCH:
-                inflight.append((m.kind, m.peer, m.a, m.b) + extra(m))
+                inflight.append(Fetch(FETCH, m.leader, m.current_leader_epoch, m.fetch_offset, *extra(m)))
+            elif m.kind == EPOCH_REQUEST:
+                inflight.append(EpochRequest(EPOCH_REQUEST, m.leader, m.current_leader_epoch, m.requested_epoch))
             else:
-                inflight.append((m.kind, m.peer, m.a, m.b))
-        stale = tuple(() if m.kind == NO_MSG else (m.kind, m.peer, m.a, m.b) + extra(m) for m in v.stale)
+                inflight.append(EpochResponse(EPOCH_RESPONSE, m.leader, m.epoch, m.end_offset))
+        stale = tuple(() if m.kind == NO_MSG else Fetch(FETCH, m.leader, m.current_leader_epoch, m.fetch_offset,
+                                                        *extra(m)) for m in v.stale)
         h, c = v.hist, v.ctl
         ctl = Controller(c.leader, c.epoch, mask(c.isr), mask(c.live), tuple(c.bepochs), mask(c.elr), mask(c.lke))
         return State(tuple(reps), ctl, tuple(inflight), stale,

@@ -52,14 +52,17 @@ def rename_state(s: State, perm: Perm) -> State:
         reps[perm[r]] = Replica(rep.alive, rep.role, rep.leader_epoch, leader, mask[rep.isr], rep.log,
                                 rep.hw, rep.flushed, rep.epoch_cache, rep.truncating, _moved(rep.remote_leo, perm),
                                 _moved(rep.remote_broker_epoch, perm), rep.clean_shutdown)
-        msg = s.inflight[r]
-        inflight[perm[r]] = (msg[0], perm[msg[1]]) + msg[2:] if msg else ()
-        msg = s.stale[r]
-        stale[perm[r]] = (msg[0], perm[msg[1]]) + msg[2:] if msg else ()
+        inflight[perm[r]] = _renamed_message(s.inflight[r], perm)
+        stale[perm[r]] = _renamed_message(s.stale[r], perm)
     c = s.controller
     leader = c.leader if c.leader == UNDEFINED else perm[c.leader]
     return State(tuple(reps), type(c)(leader, c.epoch, mask[c.isr], mask[c.live], _moved(c.broker_epochs, perm),
                                       mask[c.elr], mask[c.last_known_elr]), tuple(inflight), tuple(stale), s.history)
+
+
+def _renamed_message(msg, perm: Perm):
+    """The message (spec/state.py: its second field is its leader) sent to or by perm[leader]."""
+    return type(msg)._make((msg.kind, perm[msg.leader]) + msg[2:]) if msg else ()
 
 
 def _moved(per_replica: tuple, perm: Perm) -> tuple:
@@ -82,7 +85,7 @@ def _design_keys(s: State) -> list:
         msg, old = s.inflight[r], s.stale[r]
         keys.append((r != PREFERRED, rep.alive, rep.role, rep.leader_epoch, rep.leader == r, rep.log, rep.hw,
                      rep.flushed, rep.epoch_cache, rep.truncating, c.leader == r, c.isr >> r & 1, c.live >> r & 1,
-                     (msg[0],) + msg[2:] if msg else (), old[2:] if old else ()))
+                     (msg.kind,) + msg[2:] if msg else (), old[2:] if old else ()))    # all but the leader
     return keys
 
 

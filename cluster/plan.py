@@ -228,9 +228,9 @@ def needs_proxy(model, states: Sequence[State], steps: List[Step], invariant: Op
             before = states[step.index - 1]
             victim = step.args[0]
             for f, msg in enumerate(before.inflight):
-                if not msg or victim not in (f, msg[1]):
+                if not msg or victim not in (f, msg.leader):
                     continue
-                kind, leader = msg[0], msg[1]
+                kind, leader = msg.kind, msg.leader
                 to_follower = kind in (FETCH_RESPONSE, EPOCH_RESPONSE)
                 if to_follower and f in paused:
                     continue                    # a paused receiver reads it only after the fault

@@ -17,7 +17,8 @@ from .config import Config
 from .log import append, epoch_start, latest_epoch, truncate
 from .modes import FETCHING, TRUNCATING, TRUNCATING_AGAIN, Mode, follower_truncation
 from .state import (EPOCH_REQUEST, EPOCH_RESPONSE, FETCH, FETCH_RESPONSE, FOLLOWER, LEADER, NONE, PREFERRED,
-                    UNDEFINED, Controller, History, Replica, State)
+                    UNDEFINED, Controller, EpochRequest, EpochResponse, Fetch, FetchResponse, History, Message,
+                    Replica, State)
 
 
 class Rules(NamedTuple):
@@ -36,7 +37,7 @@ def _set(s: State, r: int, rep: Replica) -> State:
     return State(s.replicas[:r] + (rep,) + s.replicas[r + 1:], s.controller, s.inflight, s.stale, s.history)
 
 
-def _send(s: State, f: int, msg: tuple) -> State:
+def _send(s: State, f: int, msg: Message) -> State:
     return State(s.replicas, s.controller, s.inflight[:f] + (msg,) + s.inflight[f + 1:], s.stale, s.history)
 
 
@@ -90,7 +91,7 @@ def _abandon(s: State, f: int) -> State:
     if not msg:
         return s
     stale = s.stale
-    if msg[0] == FETCH and not stale[f]:
+    if msg.kind == FETCH and not stale[f]:
         stale = stale[:f] + (msg,) + stale[f + 1:]
     return State(s.replicas, s.controller, s.inflight[:f] + ((),) + s.inflight[f + 1:], stale, s.history)
 
@@ -98,8 +99,8 @@ def _abandon(s: State, f: int) -> State:
 def _drop_messages_to(s: State, r: int) -> State:
     """Messages to or from a broker that stops are lost: requests waiting at it, responses it
     sent; its own outstanding Fetch outlives it (``_abandon``)."""
-    inflight = tuple(() if (m and m[1] == r) else m for m in s.inflight)
-    stale = tuple(() if (m and m[1] == r) else m for m in s.stale)
+    inflight = tuple(() if (m and m.leader == r) else m for m in s.inflight)
+    stale = tuple(() if (m and m.leader == r) else m for m in s.stale)
     return _abandon(State(s.replicas, s.controller, inflight, stale, s.history), r)
 
 
@@ -169,7 +170,7 @@ def _stale_entry(s: State, nxt: State, f: int):
         return NO_ENTRY
     if s.stale[f]:                       # the same stale Fetch (a second one is lost: _abandon)
         return s.history.stale_entry[f]
-    offset = m[3]
+    offset = m.fetch_offset
     return s.replicas[f].log[offset - 1] if offset > 0 else NO_ENTRY
 
 
@@ -202,12 +203,12 @@ def send_fetch(s: State, rules: Rules, f: int) -> Optional[State]:
             and s.replicas[rep.leader].alive):
         return None
     if not rules.mode.truncate_on_fetch:
-        return _send(s, f, (FETCH, rep.leader, rep.leader_epoch, rep.leo))
+        return _send(s, f, Fetch(FETCH, rep.leader, rep.leader_epoch, rep.leo))
     # 2.8+ (KAFKA-10554): the Fetch also carries the epoch of the follower's last fetched batch, the
     # latest epoch in its cache (ReplicaFetcherThread.buildFetch, PartitionFetchState.lastFetchedEpoch
     # @2.8.0), and from 3.5 its broker epoch (KIP-903: FetchRequest ReplicaState.ReplicaEpoch)
     broker_epoch = s.controller.broker_epochs[f] if rules.mode.broker_epochs else 0
-    return _send(s, f, (FETCH, rep.leader, rep.leader_epoch, rep.leo, latest_epoch(rep.epoch_cache), broker_epoch))
+    return _send(s, f, Fetch(FETCH, rep.leader, rep.leader_epoch, rep.leo, latest_epoch(rep.epoch_cache), broker_epoch))
 
 
 def _accepts(rules: Rules, leader: Replica, request_epoch: int) -> bool:
@@ -218,18 +219,18 @@ def _accepts(rules: Rules, leader: Replica, request_epoch: int) -> bool:
     return not rules.mode.fenced or request_epoch == leader.leader_epoch
 
 
-def _diverging(rules: Rules, leader: Replica, msg: tuple) -> tuple:
+def _diverging(rules: Rules, leader: Replica, msg: Fetch) -> tuple:
     """Truncation on fetch (KAFKA-10554, Partition.readRecords @2.8.0): the leader looks up the
     Fetch's last fetched epoch in its own cache (endOffsetFor); when its largest epoch <= it is a
     lower epoch, or that epoch ends before the fetch offset, the follower's log has diverged and the
     answer is that (epoch, end offset), with no records. ``()`` when the logs agree (or the Fetch
     names no epoch: an empty log)."""
-    if not rules.mode.truncate_on_fetch or msg[4] == UNDEFINED:
+    if not rules.mode.truncate_on_fetch or msg.last_fetched_epoch == UNDEFINED:
         return ()
-    epoch, end = rules.mode.end_offset_for(leader.epoch_cache, leader.leo, msg[4])
+    epoch, end = rules.mode.end_offset_for(leader.epoch_cache, leader.leo, msg.last_fetched_epoch)
     if epoch == UNDEFINED or end == UNDEFINED:
         return OUT_OF_RANGE                       # readRecords throws OffsetOutOfRangeException
-    if epoch < msg[4] or end < msg[3]:
+    if epoch < msg.last_fetched_epoch or end < msg.fetch_offset:
         return (epoch, end)
     return ()
 
@@ -237,7 +238,7 @@ def _diverging(rules: Rules, leader: Replica, msg: tuple) -> tuple:
 OUT_OF_RANGE = (UNDEFINED,)
 
 
-def _read_for_follower(s: State, rules: Rules, l: int, f: int, msg: tuple):
+def _read_for_follower(s: State, rules: Rules, l: int, f: int, msg: Fetch):
     """What the leader does with f's Fetch (Partition.updateReplicaLogReadResult,
     maybeIncrementLeaderHW): the fetch offset becomes f's remote LEO and the HW may move; returns the
     state and the FetchResponse. An offset beyond the leader's LEO gets OFFSET_OUT_OF_RANGE and
@@ -249,35 +250,36 @@ def _read_for_follower(s: State, rules: Rules, l: int, f: int, msg: tuple):
     fix its offset became f's LEO all the same (``diverging_fetch_updates_follower``). From 3.5 the
     Fetch's broker epoch is kept beside the LEO (KIP-903, Partition.updateFollowerFetchState)."""
     leader, mode = s.replicas[l], rules.mode
-    offset = msg[3]
+    offset = msg.fetch_offset
     diverging = _diverging(rules, leader, msg)        # checked before the read (readRecords @2.8.0)
     if diverging == OUT_OF_RANGE or (offset > leader.leo and not diverging):
-        return s, _response(mode, l, (), leader.hw, leader.leo, ())
+        return s, _response(l, (), leader.hw, leader.leo, ())
     hw_before = leader.hw
     if not diverging or mode.diverging_fetch_updates_follower:
         remote = leader.remote_leo[:f] + (offset,) + leader.remote_leo[f + 1:]
         leader = leader._replace(remote_leo=remote)
         if mode.broker_epochs:
             epochs = leader.remote_broker_epoch
-            leader = leader._replace(remote_broker_epoch=epochs[:f] + (msg[5],) + epochs[f + 1:])
+            leader = leader._replace(remote_broker_epoch=epochs[:f] + (msg.broker_epoch,) + epochs[f + 1:])
         s = advance_hw(_set(s, l, leader), l, rules)
         leader = s.replicas[l]
     hw = hw_before if rules.cfg.response_hw == "before" else leader.hw
     records = () if diverging else leader.log[offset:]
-    return s, _response(mode, l, records, hw, leader.leo, diverging)
+    return s, _response(l, records, hw, leader.leo, diverging)
 
 
-def _response(mode: Mode, l: int, records: tuple, hw: int, leader_leo: int, diverging: tuple) -> tuple:
-    if not mode.truncate_on_fetch:
-        return (FETCH_RESPONSE, l, records, hw, leader_leo)
-    return (FETCH_RESPONSE, l, records, hw, leader_leo) + (diverging or (UNDEFINED, UNDEFINED))
+def _response(l: int, records: tuple, hw: int, leader_leo: int, diverging: tuple) -> FetchResponse:
+    if not diverging:
+        return FetchResponse(FETCH_RESPONSE, l, records, hw, leader_leo)
+    return FetchResponse(FETCH_RESPONSE, l, records, hw, leader_leo, *diverging)
 
 
 def leader_handle_fetch(s: State, rules: Rules, l: int, f: int) -> Optional[State]:
     """The leader handles f's Fetch and replies with the records from the fetch offset and its HW
     (seed 000 steps 1-4)."""
     msg = s.inflight[f]
-    if not (msg and msg[0] == FETCH and msg[1] == l and _accepts(rules, s.replicas[l], msg[2])):
+    if not (msg and msg.kind == FETCH and msg.leader == l
+            and _accepts(rules, s.replicas[l], msg.current_leader_epoch)):
         return None
     s, response = _read_for_follower(s, rules, l, f, msg)
     return _send(s, f, response)
@@ -289,10 +291,10 @@ def leader_handle_stale_fetch(s: State, rules: Rules, l: int, f: int) -> Optiona
     leader epoch) and handles it as any fetch; the response goes nowhere (the connection is gone, or
     f's fetcher ignores it). A request the leader refuses just disappears."""
     msg = s.stale[f]
-    if not (msg and msg[1] == l):
+    if not (msg and msg.leader == l):
         return None
     s = State(s.replicas, s.controller, s.inflight, s.stale[:f] + ((),) + s.stale[f + 1:], s.history)
-    if _accepts(rules, s.replicas[l], msg[2]):
+    if _accepts(rules, s.replicas[l], msg.current_leader_epoch):
         s, _ = _read_for_follower(s, rules, l, f, msg)
     return s
 
@@ -303,16 +305,15 @@ def follower_handle_fetch(s: State, rules: Rules, f: int) -> Optional[State]:
     (offset out of range) first truncates to the leader's LEO
     (ReplicaFetcherThread.handleOffsetOutOfRange)."""
     msg = s.inflight[f]
-    if not (msg and msg[0] == FETCH_RESPONSE):
+    if not (msg and msg.kind == FETCH_RESPONSE):
         return None
-    records, hw, leader_leo = msg[2:5]
     rep, mode = s.replicas[f], rules.mode
-    if mode.truncate_on_fetch and msg[5] != UNDEFINED:
+    if msg.diverging_epoch != UNDEFINED:
         return _truncate_on_fetch_response(s, rules, f, msg)
-    if leader_leo < rep.leo:
-        rep = truncate(rep, leader_leo, mode.trim_cache_at_leo)
-    rep = append(rep, records, mode.assign)
-    return _send(_follower_hw(s, rules, f, rep, hw), f, ())
+    if msg.leader_leo < rep.leo:
+        rep = truncate(rep, msg.leader_leo, mode.trim_cache_at_leo)
+    rep = append(rep, msg.records, mode.assign)
+    return _send(_follower_hw(s, rules, f, rep, msg.hw), f, ())
 
 
 def _follower_hw(s: State, rules: Rules, f: int, rep: Replica, hw: int) -> State:
@@ -323,7 +324,7 @@ def _follower_hw(s: State, rules: Rules, f: int, rep: Replica, hw: int) -> State
     return _set(s, f, rep._replace(hw=min(rep.leo, hw)))
 
 
-def _truncate_on_fetch_response(s: State, rules: Rules, f: int, msg: tuple) -> State:
+def _truncate_on_fetch_response(s: State, rules: Rules, f: int, msg: FetchResponse) -> State:
     """A response with a diverging epoch: the follower truncates where its release's
     getOffsetTruncationState says (the OffsetsForLeaderEpoch rule, answer = the diverging epoch and
     end offset; AbstractFetcherThread.truncateOnFetchResponse @2.8.0) and goes on fetching, its next
@@ -333,10 +334,11 @@ def _truncate_on_fetch_response(s: State, rules: Rules, f: int, msg: tuple) -> S
     reader of the follower can see it. From the fix a diverging response only truncates; the next
     fetch brings the HW."""
     rep, mode = s.replicas[f], rules.mode
-    if mode.hw_before_truncation and msg[3] != UNDEFINED:
-        s = _follower_hw(s, rules, f, rep, msg[3])
-        return _send(s, f, msg[:3] + (UNDEFINED,) + msg[4:])      # the HW is spent; the truncation is next
-    offset, _ = follower_truncation(rep._replace(truncating=TRUNCATING_AGAIN), msg[5:7], mode.end_offset_for)
+    if mode.hw_before_truncation and msg.hw != UNDEFINED:
+        s = _follower_hw(s, rules, f, rep, msg.hw)
+        return _send(s, f, msg._replace(hw=UNDEFINED))      # the HW is spent; the truncation is next
+    answer = (msg.diverging_epoch, msg.diverging_end_offset)
+    offset, _ = follower_truncation(rep._replace(truncating=TRUNCATING_AGAIN), answer, mode.end_offset_for)
     return _send(_set(s, f, truncate(rep, offset, mode.trim_cache_at_leo)), f, ())
 
 
@@ -345,9 +347,9 @@ def reject_request(s: State, rules: Rules, l: int, f: int) -> Optional[State]:
     carries another leader epoch (FENCED/UNKNOWN_LEADER_EPOCH): the follower gets an error and
     nothing else changes; it may ask again."""
     msg = s.inflight[f]
-    if not (msg and msg[0] in (FETCH, EPOCH_REQUEST) and msg[1] == l):
+    if not (msg and msg.kind in (FETCH, EPOCH_REQUEST) and msg.leader == l):
         return None
-    if _accepts(rules, s.replicas[l], msg[2]):
+    if _accepts(rules, s.replicas[l], msg.current_leader_epoch):
         return None
     return _send(s, f, ())
 
@@ -362,29 +364,29 @@ def send_epoch_request(s: State, rules: Rules, f: int) -> Optional[State]:
     if not (rep.alive and rep.role == FOLLOWER and rep.truncating and not s.inflight[f]
             and s.replicas[rep.leader].alive):
         return None
-    return _send(s, f, (EPOCH_REQUEST, rep.leader, rep.leader_epoch, latest_epoch(rep.epoch_cache)))
+    return _send(s, f, EpochRequest(EPOCH_REQUEST, rep.leader, rep.leader_epoch, latest_epoch(rep.epoch_cache)))
 
 
 def leader_handle_epoch_request(s: State, rules: Rules, l: int, f: int) -> Optional[State]:
     """The leader answers from its epoch cache with its release's endOffsetFor."""
     msg = s.inflight[f]
-    if not (msg and msg[0] == EPOCH_REQUEST and msg[1] == l):
+    if not (msg and msg.kind == EPOCH_REQUEST and msg.leader == l):
         return None
     leader = s.replicas[l]
-    if not _accepts(rules, leader, msg[2]):
+    if not _accepts(rules, leader, msg.current_leader_epoch):
         return None
-    epoch, end = rules.mode.end_offset_for(leader.epoch_cache, leader.leo, msg[3])
-    return _send(s, f, (EPOCH_RESPONSE, l, epoch, end))
+    epoch, end = rules.mode.end_offset_for(leader.epoch_cache, leader.leo, msg.requested_epoch)
+    return _send(s, f, EpochResponse(EPOCH_RESPONSE, l, epoch, end))
 
 
 def follower_handle_epoch_response(s: State, rules: Rules, f: int) -> Optional[State]:
     """The follower truncates to the divergence point; it fetches once truncation is complete,
     else asks again for its (now lower) latest epoch, its fetch offset moved to this step (KIP-279)."""
     msg = s.inflight[f]
-    if not (msg and msg[0] == EPOCH_RESPONSE):
+    if not (msg and msg.kind == EPOCH_RESPONSE):
         return None
     rep = s.replicas[f]
-    offset, done = follower_truncation(rep, (msg[2], msg[3]), rules.mode.end_offset_for)
+    offset, done = follower_truncation(rep, (msg.epoch, msg.end_offset), rules.mode.end_offset_for)
     rep = truncate(rep, offset, rules.mode.trim_cache_at_leo)._replace(
         truncating=FETCHING if done else TRUNCATING_AGAIN)
     return _send(_set(s, f, rep), f, ())

@@ -19,7 +19,7 @@ def leo_within_produced(s: State) -> bool:
     sits at the one offset it was produced at)."""
     p = s.history.produced
     return (all(len(rep.log) <= p for rep in s.replicas)
-            and all(m[4] <= p for m in s.inflight if m and m[0] == FETCH_RESPONSE))
+            and all(m.leader_leo <= p for m in s.inflight if m and m.kind == FETCH_RESPONSE))
 
 
 def fetch_matches_log(s: State) -> bool:
@@ -28,12 +28,12 @@ def fetch_matches_log(s: State) -> bool:
     with truncation on fetch, a diverging-epoch answer without records, at the leader's LEO)."""
     for f, m in enumerate(s.inflight):
         leo = len(s.replicas[f].log)
-        if m and m[0] == FETCH and m[3] != leo:
+        if m and m.kind == FETCH and m.fetch_offset != leo:
             return False
-        if m and m[0] == FETCH_RESPONSE:
-            start = m[4] - len(m[2])
-            diverging = len(m) > 5 and m[5] != UNDEFINED
-            if not (start == leo or (not m[2] and (m[4] < leo or diverging))):
+        if m and m.kind == FETCH_RESPONSE:
+            start = m.leader_leo - len(m.records)
+            diverging = m.diverging_epoch != UNDEFINED
+            if not (start == leo or (not m.records and (m.leader_leo < leo or diverging))):
                 return False
     return True
 
@@ -77,15 +77,15 @@ def epoch_answer_cuts_sender_log(s: State) -> bool:
     sender's log where that epoch ends: the end is within its log, no entry below it is of a later
     epoch, and the entry at it is of a later epoch or of the sender's own."""
     for f, m in enumerate(s.inflight):
-        if m and m[0] == EPOCH_RESPONSE:
-            epoch, end = m[2], m[3]
-        elif m and m[0] == FETCH_RESPONSE and len(m) > 5:        # a diverging epoch (truncation on fetch)
-            epoch, end = m[5], m[6]
+        if m and m.kind == EPOCH_RESPONSE:
+            epoch, end = m.epoch, m.end_offset
+        elif m and m.kind == FETCH_RESPONSE:        # a diverging epoch (truncation on fetch)
+            epoch, end = m.diverging_epoch, m.diverging_end_offset
         else:
             continue
         if epoch == UNDEFINED or end == UNDEFINED:
             continue
-        l = m[1]
+        l = m.leader
         sender, rep = s.replicas[l], s.replicas[f]
         if not (sender.alive and sender.role == LEADER and sender.leader_epoch == rep.leader_epoch):
             continue

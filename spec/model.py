@@ -18,7 +18,8 @@ from .actions import ACTIONS, DISK_ONLY, EPOCH_ONLY, EVENTS, POWER_ONLY, Rules, 
 from .config import Config, ConfigError
 from .invariants import invariants_for
 from .modes import MODES, Mode
-from .state import ROLE_NAMES, UNDEFINED, MESSAGE_NAMES, State, members, replica_name
+from .state import (EPOCH_REQUEST, FETCH, FETCH_RESPONSE, MESSAGE_NAMES, ROLE_NAMES, UNDEFINED, Message, State,
+                    members, replica_name)
 
 Label = Tuple  # (action name, replica ids...)
 _LABEL = re.compile(r"^([a-z_]+)\(((?:r\d+)(?:,r\d+)*)?\)$")
@@ -168,8 +169,9 @@ class Model:
                 if rep.remote_broker_epoch:
                     entry["remote_broker_epoch"] = {names[f]: rep.remote_broker_epoch[f] for f in range(n) if f != r}
             replicas[names[r]] = entry
-        inflight = {names[f]: _message_json(msg, names) for f, msg in enumerate(s.inflight) if msg}
-        stale = {names[f]: _message_json(msg, names) for f, msg in enumerate(s.stale) if msg}
+        on_fetch = self.rules.mode.truncate_on_fetch
+        inflight = {names[f]: _message_json(msg, names, on_fetch) for f, msg in enumerate(s.inflight) if msg}
+        stale = {names[f]: _message_json(msg, names, on_fetch) for f, msg in enumerate(s.stale) if msg}
         h, c = s.history, s.controller
         controller = {"leader": who(c.leader), "epoch": c.epoch, "isr": isr(c.isr), "live": isr(c.live)}
         if c.broker_epochs:
@@ -194,19 +196,20 @@ class Model:
         }
 
 
-def _message_json(msg: tuple, names: List[str]) -> dict:
-    kind, peer = msg[0], names[msg[1]]
-    out = {"type": MESSAGE_NAMES[kind], "leader": peer}
-    if kind == 1:
-        out.update(current_leader_epoch=msg[2], fetch_offset=msg[3])
-        if len(msg) > 4:
-            out.update(last_fetched_epoch=msg[4], broker_epoch=msg[5])
-    elif kind == 2:
-        out.update(records=[{"record": r, "epoch": e} for r, e in msg[2]], hw=msg[3], leader_leo=msg[4])
-        if len(msg) > 5 and msg[5] != UNDEFINED:
-            out.update(diverging_epoch={"epoch": msg[5], "end_offset": msg[6]})
-    elif kind == 3:
-        out.update(current_leader_epoch=msg[2], requested_epoch=msg[3])
+def _message_json(msg: Message, names: List[str], on_fetch: bool) -> dict:
+    """A message as ITF: its kind's name and fields; the fields of truncation on fetch only in the
+    modes that have it (``on_fetch``)."""
+    out = {"type": MESSAGE_NAMES[msg.kind], "leader": names[msg.leader]}
+    if msg.kind == FETCH:
+        out.update(current_leader_epoch=msg.current_leader_epoch, fetch_offset=msg.fetch_offset)
+        if on_fetch:
+            out.update(last_fetched_epoch=msg.last_fetched_epoch, broker_epoch=msg.broker_epoch)
+    elif msg.kind == FETCH_RESPONSE:
+        out.update(records=[{"record": r, "epoch": e} for r, e in msg.records], hw=msg.hw, leader_leo=msg.leader_leo)
+        if msg.diverging_epoch != UNDEFINED:
+            out.update(diverging_epoch={"epoch": msg.diverging_epoch, "end_offset": msg.diverging_end_offset})
+    elif msg.kind == EPOCH_REQUEST:
+        out.update(current_leader_epoch=msg.current_leader_epoch, requested_epoch=msg.requested_epoch)
     else:
-        out.update(epoch=msg[2], end_offset=msg[3])
+        out.update(epoch=msg.epoch, end_offset=msg.end_offset)
     return out

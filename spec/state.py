@@ -11,7 +11,7 @@ ISRs are bitmasks over replica ids (bit r set = replica r is in the set).
 
 from __future__ import annotations
 
-from typing import NamedTuple, Tuple
+from typing import NamedTuple, Tuple, Union
 
 # role (memory only: what the replica last learned from LeaderAndIsr)
 NONE, LEADER, FOLLOWER = 0, 1, 2
@@ -21,13 +21,9 @@ ROLE_NAMES = ("none", "leader", "follower")
 # assignment's order fixed, so r0 leads first and the preferred-replica election only ever elects it
 PREFERRED = 0
 
-# kinds of the one message a follower may have in flight (Kafka's fetcher is synchronous)
-# Fetch: (FETCH, leader, current_leader_epoch, fetch_offset); with truncation on fetch (2.7+) also
-#   last_fetched_epoch and the sender's broker epoch (KIP-903; 0 before)
-# FetchResponse: (FETCH_RESPONSE, leader, records, hw, leader_leo); with truncation on fetch also
-#   the diverging epoch and its end offset (UNDEFINED, UNDEFINED when the logs do not diverge)
-# OffsetsForLeaderEpoch: (EPOCH_REQUEST, leader, current_leader_epoch, requested_epoch)
-# its response: (EPOCH_RESPONSE, leader, epoch, end_offset)
+# kinds of the one message a follower may have in flight (Kafka's fetcher is synchronous); each kind
+# is a NamedTuple below whose first field is its kind, so that two messages of different kinds are
+# never equal as tuples
 FETCH, FETCH_RESPONSE, EPOCH_REQUEST, EPOCH_RESPONSE = 1, 2, 3, 4
 MESSAGE_NAMES = {FETCH: "Fetch", FETCH_RESPONSE: "FetchResponse",
                  EPOCH_REQUEST: "OffsetsForLeaderEpoch", EPOCH_RESPONSE: "OffsetsForLeaderEpochResponse"}
@@ -35,6 +31,49 @@ MESSAGE_NAMES = {FETCH: "Fetch", FETCH_RESPONSE: "FetchResponse",
 UNDEFINED = -1  # UNDEFINED_EPOCH / UNDEFINED_EPOCH_OFFSET / an unknown remote LEO / no leader
 
 Entry = Tuple[int, int]
+
+
+class Fetch(NamedTuple):
+    """A follower's Fetch to the leader it names (AbstractFetcherThread.buildFetch)."""
+    kind: int                    # FETCH
+    leader: int                  # the broker it is sent to
+    current_leader_epoch: int    # the sender's leader epoch (KIP-320 fencing; the model's leader checks it)
+    fetch_offset: int            # the sender's LEO
+    # truncation on fetch (2.7+): the epoch of the sender's last entry (UNDEFINED with an empty log)
+    last_fetched_epoch: int = UNDEFINED
+    broker_epoch: int = 0        # KIP-903 modes: the sender's broker epoch (0 before)
+
+
+class FetchResponse(NamedTuple):
+    """The leader's answer to a Fetch (ReplicaManager.readFromLocalLog + Partition.fetchRecords)."""
+    kind: int                    # FETCH_RESPONSE
+    leader: int                  # the broker that sent it
+    records: Tuple[Entry, ...]   # (record, epoch) from the fetch offset to leader_leo
+    hw: int                      # the leader's HW as the response carries it (UNDEFINED once applied, KAFKA-14704)
+    leader_leo: int              # the leader's LEO when it answered
+    # truncation on fetch (2.7+): the diverging epoch and its end offset (UNDEFINED when the logs agree)
+    diverging_epoch: int = UNDEFINED
+    diverging_end_offset: int = UNDEFINED
+
+
+class EpochRequest(NamedTuple):
+    """OffsetsForLeaderEpoch (KIP-101): where does ``requested_epoch`` end in the leader's log?"""
+    kind: int                    # EPOCH_REQUEST
+    leader: int
+    current_leader_epoch: int    # the sender's leader epoch (KIP-320)
+    requested_epoch: int         # the sender's latest cached epoch
+
+
+class EpochResponse(NamedTuple):
+    """The leader's answer (LeaderEpochFileCache.endOffsetFor): its largest epoch at most the one
+    asked and where that epoch ends."""
+    kind: int                    # EPOCH_RESPONSE
+    leader: int
+    epoch: int
+    end_offset: int
+
+
+Message = Union[Fetch, FetchResponse, EpochRequest, EpochResponse]
 
 
 class Replica(NamedTuple):

@@ -4,7 +4,7 @@ import pytest
 
 from hwcheck.spec import Config, ConfigError, Model
 from hwcheck.spec.actions import advance_hw
-from hwcheck.spec.state import FETCH, FETCH_RESPONSE, FOLLOWER, LEADER, NONE, UNDEFINED
+from hwcheck.spec.state import FETCH, FETCH_RESPONSE, FOLLOWER, LEADER, NONE, UNDEFINED, Fetch, FetchResponse
 
 from .conftest import run_labels
 
@@ -32,10 +32,10 @@ def test_leader_hw_is_max_of_hw_and_min_leo_over_isr():
 
 def test_follower_hw_is_min_of_leo_and_response_hw(hw_model):
     s = hw_model.init_states()[0]
-    s = s._replace(inflight=((), (FETCH_RESPONSE, 0, ((0, 0), (1, 0)), 5, 2)))
+    s = s._replace(inflight=((), FetchResponse(FETCH_RESPONSE, 0, ((0, 0), (1, 0)), 5, 2)))
     f = hw_model.step(s, FH1).replicas[1]
     assert (f.leo, f.hw) == (2, 2)
-    s = set_replica(s, 1, hw=0)._replace(inflight=((), (FETCH_RESPONSE, 0, ((0, 0), (1, 0)), 1, 2)))
+    s = set_replica(s, 1, hw=0)._replace(inflight=((), FetchResponse(FETCH_RESPONSE, 0, ((0, 0), (1, 0)), 1, 2)))
     assert hw_model.step(s, FH1).replicas[1].hw == 1
 
 
@@ -114,7 +114,7 @@ def test_a_crash_drops_messages_to_and_from_the_replica_but_its_fetch_outlives_i
 
 def test_only_a_leader_handles_a_fetch(hw_model):
     s = run_labels(hw_model, [SF1, ("controlled_shutdown_leader", 0, 1), ("restart", 0), ("become_follower", 0)])[-1]
-    s = s._replace(inflight=((), (FETCH, 0, 0, 0)))
+    s = s._replace(inflight=((), Fetch(FETCH, 0, 0, 0)))
     assert hw_model.step(s, LH01) is None
     assert hw_model.step(s, ("reject_request", 0, 1)).inflight == ((), ())
 

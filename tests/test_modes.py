@@ -6,7 +6,7 @@ from hwcheck.spec import Config, Model
 from hwcheck.spec.log import (assign_0_11, assign_2_1, end_offset_for_0_11, end_offset_for_2_0,
                               end_offset_for_2_1, truncate)
 from hwcheck.spec.modes import ALIASES, LADDER, MODES, TRUNCATING, TRUNCATING_AGAIN, follower_truncation
-from hwcheck.spec.state import FETCH, UNDEFINED as U
+from hwcheck.spec.state import FETCH, UNDEFINED as U, Fetch
 
 from .conftest import run_labels
 
@@ -210,7 +210,7 @@ def test_a_fetch_outlives_its_sender(mode):
     fencing does not help: the epoch has not changed."""
     model = Model(Config(mode=mode, power_failures=1, crashes=0))
     s = run_labels(model, REPLICATE + [("send_fetch", 1), ("power_fail", 1)])[-1]
-    assert s.inflight[1] == () and s.stale[1] == (FETCH, 0, 0, 1)
+    assert s.inflight[1] == () and s.stale[1] == Fetch(FETCH, 0, 0, 1)
     assert s.replicas[1].log == ()
     s = model.step(s, ("leader_handle_stale_fetch", 0, 1))
     assert s.stale[1] == () and s.replicas[0].hw == 1 and s.history.acked[0] == 0

@@ -14,7 +14,7 @@ from hwcheck.spec import Config, ConfigError, Model
 from hwcheck.spec.actions import OUT_OF_RANGE, Rules, _diverging, _read_for_follower, expand_isr
 from hwcheck.spec.invariants import consumer_consistency, consumer_consistency_with_follower_reads
 from hwcheck.spec.modes import LADDER, MODES
-from hwcheck.spec.state import FETCH, FETCH_RESPONSE, LEADER, UNDEFINED, Replica
+from hwcheck.spec.state import FETCH, FETCH_RESPONSE, LEADER, UNDEFINED, Fetch, FetchResponse, Replica
 
 from .conftest import run_labels
 
@@ -59,7 +59,7 @@ CRAFTED_LEADER = Replica(alive=1, role=LEADER, leader_epoch=2, leader=0, isr=0b1
 
 
 def _fetch(offset, last_epoch, leader_epoch=2):
-    return (FETCH, 0, leader_epoch, offset, last_epoch, 0)
+    return Fetch(FETCH, 0, leader_epoch, offset, last_epoch, 0)
 
 
 @pytest.mark.parametrize("offset, last_epoch, answer", [
@@ -86,8 +86,9 @@ def test_a_diverging_fetch_is_answered_with_the_epoch_and_no_records():
     assert agreed[:5] == (FETCH_RESPONSE, 0, LEADER_LOG[3:], 3, 5) and agreed[5:] == (UNDEFINED, UNDEFINED)
     # before truncation on fetch neither the Fetch nor the response carries an epoch
     old = Model(Config(mode="kafka10706", records=len(LEADER_LOG)))
-    _, plain = _read_for_follower(s, old.rules, 0, 1, _fetch(4, 0)[:4])
-    assert plain == (FETCH_RESPONSE, 0, LEADER_LOG[4:], 4, 5)        # offset 4 became r1's LEO: HW 4
+    _, plain = _read_for_follower(s, old.rules, 0, 1, Fetch(FETCH, 0, 2, 4))
+    assert plain == FetchResponse(FETCH_RESPONSE, 0, LEADER_LOG[4:], 4, 5)        # offset 4 became r1's LEO: HW 4
+    assert (plain.diverging_epoch, plain.diverging_end_offset) == (UNDEFINED, UNDEFINED)
     # KAFKA-13141: in 2.8.0 the diverging offset 4 also becomes r1's LEO, and the HW moves over it
     buggy = Model(Config(mode="kafka10554", records=len(LEADER_LOG)))
     after, response = _read_for_follower(s, buggy.rules, 0, 1, _fetch(4, 0))

@@ -2,15 +2,18 @@
 
 The actions in ``actions.py`` are shared by every mode; a mode answers the questions where Kafka's
 releases differ, each answer copied from Kafka's source at a release tag (cited in ``changes``).
-The ladder below runs from 0.10 to ZooKeeper-mode 2.6; each mode is the one before it plus the
-changes it lists, so ``hwcheck modes`` can print what each release changed and why.
+The ladder below runs from 0.10 (ZooKeeper) to 4.1+ (KRaft); each mode is the one before it plus the
+changes it lists, so ``hwcheck modes`` can print what each release changed and why. ``epoch``
+(``ALIASES``) names the newest mode; spec/releases.py pins exact releases to modes.
 
-A mode is also a small public API: a variant is ``MODES["epoch"].variant(name=..., ...)`` with
-other rule values or other action functions (docs/variants.md; ``hwcheck verify --mode-file``).
+A mode is also a small public API: a variant is ``MODES[name].variant(name=..., ...)`` with other
+rule values or other action functions (docs/variants.md; ``hwcheck verify --mode-file``).
 
->>> MODES["epoch"].name, MODES["kip320"].kafka
-('kip380', '2.1')
->>> what_if = MODES["epoch"].variant(name="what-if", expand_waits_for_epoch_start=False)
+>>> LADDER[0].name, LADDER[0].kafka, MODES["kip320"].kafka
+('hw', '0.10.0-0.10.2', '2.1')
+>>> ALIASES["epoch"] == LADDER[-1].name
+True
+>>> what_if = MODES["kip380"].variant(name="what-if", expand_waits_for_epoch_start=False)
 >>> what_if.expand_waits_for_epoch_start, MODES["kip380"].expand_waits_for_epoch_start
 (False, True)
 """

@@ -28,15 +28,13 @@ from __future__ import annotations
 import heapq
 import json
 from pathlib import Path
-from typing import Dict, Iterable, List, Optional, Tuple
+from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
 import networkx as nx
 
-from hwcheck.spec.state import (EPOCH_REQUEST, FETCH, FETCH_RESPONSE, FOLLOWER, LEADER, UNDEFINED, Message, State,
-                                members)
 
 from .bfs import fingerprint
-from .symmetry import canonical, inverse, rename_label
+from .symmetry import canonical_form, inverse, rename_label
 from .result import Trace
 
 DEFAULT_MAX_NODES = 250_000
@@ -135,16 +133,13 @@ def counts(g: nx.DiGraph) -> str:
 
 # ------------------------------------------------------------------ symmetry
 
-# rename_state, rename_label, inverse and canonical live in symmetry.py (one source of truth,
-# shared with bfs --symmetry) and are re-exported here
-
-
-def symmetry_quotient(g: nx.DiGraph, model=None) -> nx.DiGraph:
+def symmetry_quotient(g: nx.DiGraph, model) -> nx.DiGraph:
     """One node per class of states equal up to renaming replicas, keyed by the fingerprint of
     the canonical state; an edge's labels are renamed into its source's canonical frame, so a
     node's out-edges are steps of its canonical state. ``members`` counts the merged states."""
     q = nx.DiGraph(reduction="symmetry", mode=g.graph.get("mode"))
     frame: Dict[int, Tuple[int, Tuple[int, ...]]] = {}
+    canonical = canonical_form(model)
     for v, d in g.nodes(data=True):
         c, perm = canonical(d["state"])
         cfp = fingerprint(c)
@@ -175,6 +170,7 @@ def concrete_trace(model, q: nx.DiGraph, path: List[int], invariant: Optional[st
     in its node's canonical frame, so it is renamed back into the concrete state's frame."""
     s = model.init_states()[0]
     states, labels = [s], []
+    canonical = canonical_form(model)
     for u, v in zip(path, path[1:]):
         _, perm = canonical(s)
         back = inverse(perm)
@@ -296,59 +292,18 @@ def shortest_violation(g: nx.DiGraph) -> Tuple[Optional[int], List[int]]:
 
 # ------------------------------------------------------------------ export
 
-ROLE = {LEADER: "L", FOLLOWER: "F"}
-
-
-def summary(s: State) -> str:
-    """A state in a few lines: per replica role+epoch (or down), log records, HW, a leader's
-    remote LEOs (rl), the replica's message in flight; the controller's leader, epoch and ISR.
-
-    >>> from hwcheck.spec import Config, Model
-    >>> m = Model(Config(mode="hw"))
-    >>> print(summary(m.step(m.init_states()[0], ("send_fetch", 1))))
-    r0 L0 [] hw0 rl0
-    r1 F0 [] hw0 fetch@0
-    ctl r0 e0 {r0,r1}
-    """
-    n = len(s.replicas)
-    lines = []
-    for r, rep in enumerate(s.replicas):
-        head = "down" if not rep.alive else ROLE.get(rep.role, "-") + (str(rep.leader_epoch) if rep.role else "")
-        log = ",".join(str(rec) for rec, _ in rep.log)
-        line = f"r{r} {head} [{log}] hw{rep.hw}"
-        if rep.alive and rep.role == LEADER:
-            line += " rl" + ",".join("?" if v == UNDEFINED else str(v) for f, v in enumerate(rep.remote_leo) if f != r)
-        msg = s.inflight[r]
-        if msg:
-            line += " " + _message(msg)
-        lines.append(line)
-    c = s.controller
-    leader = "-" if c.leader == UNDEFINED else f"r{c.leader}"
-    isr = ",".join(f"r{r}" for r in members(c.isr, n))
-    lines.append(f"ctl {leader} e{c.epoch} {{{isr}}}")
-    return "\n".join(lines)
-
-
-def _message(msg: Message) -> str:
-    if msg.kind == FETCH:
-        return f"fetch@{msg.fetch_offset}"
-    if msg.kind == FETCH_RESPONSE:
-        return f"resp[{','.join(str(rec) for rec, _ in msg.records)}]hw{msg.hw}"
-    if msg.kind == EPOCH_REQUEST:
-        return f"epoch?{msg.requested_epoch}"
-    return f"epoch={msg.epoch}:{msg.end_offset}"
-
-
-def chain_text(chain: List[List[Tuple]], limit: int = 3) -> str:
-    from hwcheck.spec import Model
-    steps = ["|".join(Model.format_label(label) for label in step) for step in chain]
+def chain_text(chain: List[List[Tuple]], format_label: Callable, limit: int = 3) -> str:
+    steps = ["|".join(format_label(label) for label in step) for step in chain]
     if len(steps) > limit:
         steps = steps[:1] + [f"... {len(steps) - 2} steps ..."] + steps[-1:]
     return "\n".join(steps)
 
 
-def export_view(g: nx.DiGraph) -> nx.DiGraph:
-    """A copy with only plain attributes (strings, ints, bools) for DOT/GraphML/JSON."""
+def export_view(g: nx.DiGraph, model) -> nx.DiGraph:
+    """A copy with only plain attributes (strings, ints, bools) for DOT/GraphML/JSON; a state is
+    labelled by the model's ``summary`` (spec/protocol.py; its ``str`` without one), a step by its
+    ``format_label``."""
+    summary = getattr(model, "summary", None) or str
     out = nx.DiGraph(**{k: str(v) for k, v in g.graph.items()})
     ids = {}
     for i, (v, d) in enumerate(sorted(g.nodes(data=True), key=lambda x: (x[1].get("depth", 0), str(x[0])))):
@@ -366,7 +321,7 @@ def export_view(g: nx.DiGraph) -> nx.DiGraph:
                 attrs[key] = int(d[key])
         out.add_node(ids[v], **attrs)
     for u, v, d in g.edges(data=True):
-        attrs = dict(label=chain_text(d["chain"]), steps=int(d.get("steps", 1)), on_path=bool(d.get("on_path")))
+        attrs = dict(label=chain_text(d["chain"], model.format_label), steps=int(d.get("steps", 1)), on_path=bool(d.get("on_path")))
         if "edges" in d:
             attrs["edges"] = int(d["edges"])
         out.add_edge(ids[u], ids[v], **attrs)
@@ -403,9 +358,9 @@ def to_dot(view: nx.DiGraph, title: str = "") -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_graph(g: nx.DiGraph, path: Path, title: str = "") -> None:
+def write_graph(model, g: nx.DiGraph, path: Path, title: str = "") -> None:
     """Export by suffix: .dot (written here, no pydot needed), .graphml, .json (node-link)."""
-    view = export_view(g)
+    view = export_view(g, model)
     suffix = path.suffix.lower()
     if suffix == ".dot":
         path.write_text(to_dot(view, title))

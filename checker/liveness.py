@@ -24,63 +24,17 @@ from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Tuple
 
 import networkx as nx
 
-from hwcheck.spec.state import LEADER, UNDEFINED, State
-
 from .result import Trace
 
-# the fetch, handle, epoch-exchange and become-leader/follower steps (of live replicas: the
-# actions of a dead replica are disabled anyway); the faults and their aftermath (crash,
-# power_fail, restart, controlled_shutdown, controlled_shutdown_leader, session_expire, register),
-# the controller's steps (controller_handle_failure, elect_offline, elect_preferred), produce,
-# flush, shrink_isr, expand_isr and leader_handle_stale_fetch are not fair
-FAIR_ACTIONS = ("send_fetch", "leader_handle_fetch", "follower_handle_fetch", "send_epoch_request",
-                "leader_handle_epoch_request", "follower_handle_epoch_response", "reject_request",
-                "become_leader", "become_follower")
+# the model's properties and fairness (spec/protocol.py: ``Model.liveness``, ``Model.fair_actions``)
 STUTTER = "stutter"
 
 
-def _in_office(s: State) -> int:
-    """The replica leading at the controller's epoch, or UNDEFINED."""
-    c = s.controller
-    if c.leader == UNDEFINED:
-        return UNDEFINED
-    rep = s.replicas[c.leader]
-    ok = rep.alive and rep.role == LEADER and rep.leader_epoch == c.epoch
-    return c.leader if ok else UNDEFINED
-
-
-def acked_reach_live_isr(s: State) -> bool:
-    """Every acknowledged record sits at its offset on every live member of the controller's ISR."""
-    for record, offset in enumerate(s.history.acked):
-        if offset == UNDEFINED:
-            continue
-        for r, rep in enumerate(s.replicas):
-            if rep.alive and s.controller.isr >> r & 1:
-                if offset >= len(rep.log) or rep.log[offset][0] != record:
-                    return False
-    return True
-
-
-def follower_hw_caught_up(s: State) -> bool:
-    """With a leader in office, every other live replica's HW has reached the leader's HW."""
-    l = _in_office(s)
-    if l == UNDEFINED:
-        return True
-    hw = s.replicas[l].hw
-    return all(rep.hw >= hw for r, rep in enumerate(s.replicas) if r != l and rep.alive)
-
-
-def partition_has_leader(s: State) -> bool:
-    """No live ISR member, or a leader in office."""
-    live_isr = any(rep.alive and s.controller.isr >> r & 1 for r, rep in enumerate(s.replicas))
-    return not live_isr or _in_office(s) != UNDEFINED
-
-
-PROPERTIES: Tuple[Tuple[str, Callable[[State], bool]], ...] = (
-    ("AckedReachesLiveIsr", acked_reach_live_isr),
-    ("FollowerHwCatchesUp", follower_hw_caught_up),
-    ("PartitionHasLeader", partition_has_leader),
-)
+def _liveness(model):
+    """The model's liveness properties and fair actions, or ValueError (one line) without them."""
+    if getattr(model, "liveness", None) is None or getattr(model, "fair_actions", None) is None:
+        raise ValueError(f"the {getattr(model, 'family', 'design')} model states no liveness properties")
+    return model.liveness, tuple(model.fair_actions)
 
 
 @dataclass
@@ -187,8 +141,8 @@ def build_lasso(g: nx.DiGraph, comp, witnesses: Dict, invariant: str) -> Lasso:
     return Lasso(Trace(states, labels, invariant), loop, closing)
 
 
-def find_lasso(g: nx.DiGraph, settled: Callable[[State], bool], name: str,
-               fair: Iterable[str] = FAIR_ACTIONS, enabled: Optional[Dict] = None) -> Optional[Lasso]:
+def find_lasso(g: nx.DiGraph, settled: Callable, name: str, fair: Iterable[str],
+               enabled: Optional[Dict] = None) -> Optional[Lasso]:
     """The lasso with the shortest prefix to a fair cycle of unsettled states, or None."""
     fair = frozenset(fair)
     if enabled is None:
@@ -207,19 +161,21 @@ def find_lasso(g: nx.DiGraph, settled: Callable[[State], bool], name: str,
     return build_lasso(g, best[1], best[2], name)
 
 
-def check_liveness(model, g: nx.DiGraph, fair: Iterable[str] = FAIR_ACTIONS,
-                   properties=PROPERTIES) -> List[Tuple[str, Optional[Lasso]]]:
-    """Each property with its lasso, or None when it holds under the fairness assumption."""
-    fair = frozenset(fair)
+def check_liveness(model, g: nx.DiGraph, fair: Optional[Iterable[str]] = None,
+                   properties=None) -> List[Tuple[str, Optional[Lasso]]]:
+    """Each property with its lasso, or None when it holds under the fairness assumption (by
+    default the model's properties and fair actions)."""
+    own_properties, own_fair = _liveness(model)
+    fair = frozenset(own_fair if fair is None else fair)
+    properties = own_properties if properties is None else properties
     enabled = {v: _enabled(g, v, fair) for v in g}
     return [(name, find_lasso(g, pred, name, fair, enabled)) for name, pred in properties]
 
 
-def lasso_violates(model, lasso: Lasso, settled: Callable[[State], bool],
-                   fair: Iterable[str] = FAIR_ACTIONS) -> Optional[str]:
+def lasso_violates(model, lasso: Lasso, settled: Callable, fair: Optional[Iterable[str]] = None) -> Optional[str]:
     """Check a lasso on its own (for replay): None if it is a fair behaviour that never settles
     on its cycle, else why not. Enabledness is recomputed through ``model.successors``."""
-    fair = frozenset(fair)
+    fair = frozenset(_liveness(model)[1] if fair is None else fair)
     states = lasso.trace.states
     cycle = states[lasso.loop:]
     taken = set(lasso.trace.labels[lasso.loop:])
@@ -235,10 +191,7 @@ def lasso_violates(model, lasso: Lasso, settled: Callable[[State], bool],
     return None
 
 
-PROPERTY_BY_NAME = dict(PROPERTIES)
-
-
-def lasso_to_itf(model, lasso: Lasso, fair: Iterable[str] = FAIR_ACTIONS) -> dict:
+def lasso_to_itf(model, lasso: Lasso, fair: Optional[Iterable[str]] = None) -> dict:
     """The lasso as ITF: the states, ``loop`` (the index the last state returns to), and in
     ``#meta.hwcheck`` the closing step (``loop_action``, ``stutter`` for none) and the fairness."""
     from .trace import to_itf
@@ -246,7 +199,7 @@ def lasso_to_itf(model, lasso: Lasso, fair: Iterable[str] = FAIR_ACTIONS) -> dic
     doc["loop"] = lasso.loop
     meta = doc["#meta"]
     meta["hwcheck"]["loop_action"] = STUTTER if lasso.closing is None else model.format_label(lasso.closing)
-    meta["hwcheck"]["fair"] = sorted(fair)
+    meta["hwcheck"]["fair"] = sorted(_liveness(model)[1] if fair is None else fair)
     meta["description"] = (f"{lasso.trace.invariant} in mode {model.cfg.mode}: a lasso, {lasso.prefix} steps "
                            f"then a cycle of {lasso.cycle} states repeated forever")
     return doc
@@ -261,8 +214,12 @@ def replay_lasso(doc: dict) -> Tuple[object, Optional[str]]:
     if done.loop is None:
         raise TraceError("not a lasso: the ITF 'loop' index is missing")
     name = done.trace.invariant
-    if name not in PROPERTY_BY_NAME:
+    try:
+        properties, fair = _liveness(done.model)
+    except ValueError as e:
+        raise TraceError(str(e)) from None
+    if name not in dict(properties):
         raise TraceError(f"unknown liveness property {name!r}")
-    fair = doc["#meta"]["hwcheck"].get("fair", FAIR_ACTIONS)
+    fair = doc["#meta"]["hwcheck"].get("fair", fair)
     lasso = Lasso(done.trace, done.loop, done.closing)
-    return done, lasso_violates(done.model, lasso, PROPERTY_BY_NAME[name], fair)
+    return done, lasso_violates(done.model, lasso, dict(properties)[name], fair)

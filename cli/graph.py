@@ -16,7 +16,7 @@ import click
 from hwcheck.checker.focus import focus as focus_trace, uninvolved
 from hwcheck.checker.graph import (DEFAULT_MAX_NODES, FORMATS, GraphInterrupted, GraphTooLarge, counts, explore,
                                    mark_violations, reduce_all, shortest_violation, write_graph)
-from hwcheck.checker.liveness import FAIR_ACTIONS, check_liveness, lasso_to_itf, replay_lasso
+from hwcheck.checker.liveness import check_liveness, lasso_to_itf, replay_lasso
 from hwcheck.checker.trace import TraceError, load_itf, replay as replay_trace
 from hwcheck.spec import Model
 from hwcheck.spec.actions import ACTIONS
@@ -94,7 +94,7 @@ def graph(out, force, reductions, max_nodes, paths_only, **knobs):
                    if keep else "  paths     no violating state: nothing to export")
     title = f"hwcheck graph --mode={cfg.mode} ({'+'.join(steps) or 'no reduction'})"
     try:
-        write_graph(g, out, title)
+        write_graph(model, g, out, title)
     except OSError as e:
         fail(f"cannot write {out}: {e.strerror}")
     click.echo(f"graph: {out}")
@@ -145,7 +145,7 @@ def run_liveness(fair, max_nodes, out, force, quiet, verbose=False, **knobs):
     cfg = model.cfg
     if out is not None:
         check_writable(out, force)
-    fair_set = tuple(dict.fromkeys(FAIR_ACTIONS + tuple(fair)))
+    fair_set = tuple(dict.fromkeys(tuple(model.fair_actions) + tuple(fair)))
     click.echo(f"hwcheck verify --liveness: {settings_line(cfg)}")
     click.echo(f"weakly fair: {', '.join(fair_set)} (any other step may never happen; stuttering allowed)")
     g = _explore(model, max_nodes)

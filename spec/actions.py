@@ -18,7 +18,7 @@ from .log import append, epoch_start, latest_epoch, truncate
 from .modes import FETCHING, TRUNCATING, TRUNCATING_AGAIN, Mode, follower_truncation
 from .state import (EPOCH_REQUEST, EPOCH_RESPONSE, FETCH, FETCH_RESPONSE, FOLLOWER, LEADER, NONE, PREFERRED,
                     UNDEFINED, Controller, EpochRequest, EpochResponse, Fetch, FetchResponse, History, Message,
-                    Replica, State)
+                    Replica, State, in_office)
 
 
 class Rules(NamedTuple):
@@ -65,13 +65,6 @@ def _with_isr(c: Controller, rules: Rules, isr: int, unclean_shutdown: int = 0) 
     if not isr and c.isr and c.leader != UNDEFINED:
         known = 1 << c.leader
     return c._replace(isr=isr, elr=elr, last_known_elr=known)
-
-
-def _in_office(s: State, r: int) -> bool:
-    """r leads at the controller's current epoch (role leader, epoch matches)."""
-    rep = s.replicas[r]
-    return (rep.alive and rep.role == LEADER and s.controller.leader == r
-            and rep.leader_epoch == s.controller.epoch)
 
 
 def _lost_memory(rep: Replica) -> Replica:
@@ -701,7 +694,7 @@ def shrink_isr(s: State, rules: Rules, l: int, f: int) -> Optional[State]:
     leader in office whose ISR view is current can (the conditional ZooKeeper write). Then it tries
     to move its HW."""
     rep = s.replicas[l]
-    if not (f != l and _in_office(s, l) and rep.isr == s.controller.isr and rep.isr >> f & 1):
+    if not (f != l and in_office(s, l) and rep.isr == s.controller.isr and rep.isr >> f & 1):
         return None
     if rep.remote_leo[f] >= rep.leo:
         return None
@@ -719,7 +712,7 @@ def expand_isr(s: State, rules: Rules, l: int, f: int) -> Optional[State]:
     a broker epoch other than the one the broker registered with (the leader sends the epoch its
     last Fetch carried)."""
     rep = s.replicas[l]
-    if not (f != l and _in_office(s, l) and rep.isr == s.controller.isr and not rep.isr >> f & 1):
+    if not (f != l and in_office(s, l) and rep.isr == s.controller.isr and not rep.isr >> f & 1):
         return None
     remote = rep.remote_leo[f]
     if remote == UNDEFINED or remote < rep.hw:

@@ -16,7 +16,9 @@ from typing import Callable, Iterator, List, Tuple
 
 from .actions import ACTIONS, DISK_ONLY, EPOCH_ONLY, EVENTS, POWER_ONLY, Rules, dated, initial_state
 from .config import Config, ConfigError
+from . import render, renaming
 from .invariants import invariants_for
+from .liveness import FAIR_ACTIONS, LIVENESS
 from .modes import MODES, Mode
 from .state import (EPOCH_REQUEST, FETCH, FETCH_RESPONSE, MESSAGE_NAMES, ROLE_NAMES, UNDEFINED, Message, State,
                     members, replica_name)
@@ -40,6 +42,13 @@ class Model:
     (``History.stale_entry``): the protocol never reads them and ITF leaves them out, so traces and
     their replay are the same, but states that differ only in them are distinct.
     """
+
+    # the optional pieces of the Model protocol (spec/protocol.py)
+    rename = staticmethod(renaming.rename)
+    symmetry_keys = staticmethod(renaming.symmetry_keys)
+    summary = staticmethod(render.summary)
+    liveness = LIVENESS
+    fair_actions = FAIR_ACTIONS
 
     def __init__(self, cfg: Config, history_variables: bool = False):
         self.cfg = cfg

@@ -151,5 +151,19 @@ def members(mask: int, n: int) -> Tuple[int, ...]:
     return tuple(r for r in range(n) if mask >> r & 1)
 
 
+def in_office(s: State, r: int) -> bool:
+    """r leads at the controller's current epoch: alive, its role leader, the controller's leader,
+    at the epoch the controller handed out last."""
+    rep = s.replicas[r]
+    return (rep.alive and rep.role == LEADER and s.controller.leader == r
+            and rep.leader_epoch == s.controller.epoch)
+
+
+def leader_in_office(s: State) -> int:
+    """The replica in office (``in_office``), or UNDEFINED when none is."""
+    l = s.controller.leader
+    return l if l != UNDEFINED and in_office(s, l) else UNDEFINED
+
+
 def replica_name(r: int) -> str:
     return f"r{r}"

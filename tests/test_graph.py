@@ -12,8 +12,8 @@ from hwcheck.checker.bfs import bfs
 from hwcheck.checker.focus import focus, replays_to
 from hwcheck.checker.graph import (compress_chains, concrete_trace, condense, explore, GraphTooLarge,
                                    mark_violations, shortest_violation, symmetry_quotient)
-from hwcheck.checker.liveness import (PROPERTIES, check_liveness, follower_hw_caught_up, lasso_to_itf,
-                                      lasso_violates, replay_lasso)
+from hwcheck.checker.liveness import check_liveness, lasso_to_itf, lasso_violates, replay_lasso
+from hwcheck.spec.liveness import follower_hw_caught_up
 from hwcheck.checker.trace import TraceError, load_itf, replay, to_itf
 from hwcheck.spec import Config, Model
 
@@ -152,6 +152,8 @@ class StopFetching:
         self.inner, self.cfg = model, model.cfg
         self.invariants = tuple((name, lambda w, p=p: p(w[0])) for name, p in model.invariants)
         self.format_label = model.format_label
+        self.liveness = tuple((name, lambda w, p=p: p(w[0])) for name, p in model.liveness)
+        self.fair_actions = model.fair_actions
 
     def init_states(self):
         return [(s, 0) for s in self.inner.init_states()]
@@ -172,8 +174,8 @@ def test_a_follower_that_stops_fetching_forever_yields_a_lasso():
     honest = Model(Config(mode="hw", records=1, crashes=0, max_epoch=0))
     assert all(lasso is None for _, lasso in check_liveness(honest, explore(honest)))
     unfair = StopFetching(honest)
-    props = [(name, lambda w, p=p: p(w[0])) for name, p in PROPERTIES]
-    results = dict(check_liveness(unfair, explore(unfair), properties=props))
+    props = unfair.liveness
+    results = dict(check_liveness(unfair, explore(unfair)))
     lasso = results["FollowerHwCatchesUp"]
     assert lasso is not None
     assert ("stop_fetching", 1) in lasso.trace.labels[:lasso.loop]
@@ -269,7 +271,7 @@ def test_verify_liveness_writes_lassos_that_replay(tmp_path):
 
 
 def _verify_options_liveness_does_not_take():
-    from hwcheck.cli.graph import LIVENESS_TAKES
+    from hwcheck.cli.verify import LIVENESS_TAKES
     from hwcheck.cli.main import verify
     for p in verify.params:
         if p.name in LIVENESS_TAKES or not isinstance(p, click.Option):

@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass
 from typing import Callable, Iterator, List, Tuple
 
 from ..config import ConfigError, check_counts, config_from_mapping
+from . import renaming
 from .actions import ARGS, NEXT, Constants
 from .invariants import INVARIANTS
 from .state import NONE, State, initial_state, members
@@ -72,6 +73,9 @@ class Model:
     """KafkaReplication.tla under one of its variant modules (``cfg.mode``)."""
 
     family = FAMILY
+    # the optional pieces of the Model protocol (spec/protocol.py) this family has
+    rename = staticmethod(renaming.rename)
+    symmetry_keys = staticmethod(renaming.symmetry_keys)
     itf_vars = ["replicaLog", "replicaState", "nextRecordId", "nextLeaderEpoch",
                 "leaderAndIsrRequests", "quorumState"]
 

@@ -1,0 +1,65 @@
+"""The interface every engine sees: a ``Model`` (after Stateright's ``Model`` trait).
+
+checker/ is generic: it reaches a model only through these names, never through a family's state
+layout. Each model family supplies its own class (spec/model.py for the design model,
+spec/kafka_tla/model.py for the community's TLA+ spec); checker/families.py builds one from a
+config.
+
+Required:
+
+- ``cfg``: the settings it was built from (``cfg.mode``, ``cfg.replicas``, ``as_dict()``);
+- ``init_states()``, ``successors(s)`` (``(label, next state)`` pairs), ``step(s, label)``;
+- ``invariants``: ``(name, predicate)`` pairs; ``violated(s)``: the names that fail in ``s``;
+- ``format_label(label)``, ``parse_label(text)``: labels as traces write them;
+- ``to_json(s)``: the state as ITF variables.
+
+Optional (an engine that needs one checks for it and refuses the model without it, in one line):
+
+- ``rename(s, perm)``, ``symmetry_keys(s)``: the state with replica r renamed perm[r], and per
+  replica what renaming cannot change (``--symmetry``, ``graph --reduce symmetry``);
+- ``summary(s)``: the state in a few lines (``hwcheck graph``'s export);
+- ``liveness``: ``(name, settled)`` pairs, and ``fair_actions``: the kinds of action under weak
+  fairness (``verify --liveness``).
+
+>>> from hwcheck.spec import Config, Model as DesignModel
+>>> from hwcheck.spec import kafka_tla
+>>> isinstance(DesignModel(Config(mode="hw")), Model), isinstance(kafka_tla.Model(kafka_tla.Config()), Model)
+(True, True)
+>>> has(DesignModel(Config(mode="hw")), "liveness"), has(kafka_tla.Model(kafka_tla.Config()), "liveness")
+(True, False)
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterator, List, Optional, Protocol, Tuple, runtime_checkable
+
+Label = Tuple          # (action name, arguments...)
+
+OPTIONAL = ("rename", "symmetry_keys", "summary", "liveness", "fair_actions")
+
+
+@runtime_checkable
+class Model(Protocol):
+    cfg: Any
+    invariants: Tuple[Tuple[str, Callable[[Any], bool]], ...]
+
+    def init_states(self) -> List[Any]: ...
+
+    def successors(self, s) -> Iterator[Tuple[Label, Any]]: ...
+
+    def step(self, s, label: Label) -> Optional[Any]: ...
+
+    def violated(self, s) -> List[str]: ...
+
+    def format_label(self, label: Label) -> str: ...
+
+    def parse_label(self, text: str) -> Label: ...
+
+    def to_json(self, s) -> dict: ...
+
+
+def has(model, piece: str) -> bool:
+    """Whether the model supplies the optional piece ``piece`` (one of ``OPTIONAL``)."""
+    if piece not in OPTIONAL:
+        raise ValueError(f"not an optional piece of the Model protocol: {piece!r}")
+    return getattr(model, piece, None) is not None

@@ -8,6 +8,8 @@ model (``design``), so older traces replay unchanged.
 ('kafka-tla', 'kip279')
 >>> family_of(make_model("design", {"mode": "hw"}))
 'design'
+>>> family_of(model_of(kafka_tla.Config(mode="kip320")))
+'kafka-tla'
 """
 
 from __future__ import annotations
@@ -32,3 +34,11 @@ def make_model(family: str, config: dict):
         return model_cls(config_cls.from_dict(config))
     except TypeError as e:
         raise ConfigError(str(e)) from None
+
+
+def model_of(config):
+    """The model of a Config of either family."""
+    for config_cls, model_cls in FAMILIES.values():
+        if isinstance(config, config_cls):
+            return model_cls(config)
+    raise ConfigError(f"not the settings of a model family: {config!r}")

@@ -23,8 +23,7 @@ from dataclasses import dataclass, fields
 from typing import Dict, List, Optional, Sequence
 from xml.sax.saxutils import escape, quoteattr
 
-from hwcheck.spec import Config, ConfigError, Model
-from hwcheck.spec.invariants import ELR_ONLY, INVARIANTS, invariants_for
+from hwcheck.spec import INVARIANT_NAMES, Config, ConfigError, Model
 
 from .bfs import bfs
 from .result import INTERRUPTED, Result
@@ -95,7 +94,7 @@ def parse_gate(table: dict) -> List[Entry]:
     """Entries from a mapping of name -> settings (the ``[tool.hwcheck.gate]`` table)."""
     if not isinstance(table, dict) or not table:
         raise GateError("the gate has no entries")
-    names = {name for name, _ in INVARIANTS + ELR_ONLY}
+    names = set(INVARIANT_NAMES)
     entries = []
     for name, spec in table.items():
         if not isinstance(spec, dict):
@@ -123,7 +122,7 @@ def parse_gate(table: dict) -> List[Entry]:
             cfg = Config.from_dict({k: v for k, v in spec.items() if k in KNOBS})
         except (ConfigError, TypeError) as e:
             raise GateError(f"entry {name!r}: {e}") from None
-        if expect != HOLDS and expect not in {n for n, _ in invariants_for(cfg)}:
+        if expect != HOLDS and expect not in {n for n, _ in Model(cfg).invariants}:
             raise GateError(f"entry {name!r}: mode {cfg.mode} does not check {expect}")
         walks = {key: spec[key] for key in SIMULATE_KEYS if key in spec}
         entries.append(Entry(name, cfg, expect, spec.get("steps"), spec.get("max_depth"),

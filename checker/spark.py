@@ -524,6 +524,7 @@ def spark_bfs(model, *, sc=None, master: Optional[str] = None, partitions: Optio
         with CtrlC() as ctrl_c:
             return spark_bfs(model, sc=sc, master=master, partitions=partitions, max_depth=max_depth,
                              all_invariants=all_invariants, progress=progress, only=only, ctrl_c=ctrl_c)
+    ship_config(model.cfg)
     start = time.monotonic()
     own = sc is None
     if own:
@@ -545,6 +546,21 @@ def spark_bfs(model, *, sc=None, master: Optional[str] = None, partitions: Optio
     finally:
         if own:
             stop_spark(sc, keep_log=failed)
+
+
+def ship_config(cfg) -> None:
+    """Let the executors unpickle ``cfg`` (the model's Config, which carries its Mode): pyspark
+    pickles the tasks' closures with cloudpickle, which pickles a function by module and name, and
+    the executors cannot import the module a mode file ran as (checker/variants.py); registered,
+    that module's functions travel by value with every task (to a cluster too). A built-in mode
+    needs nothing. Call it before pickling a task that holds the model (``spark_bfs`` does)."""
+    from .variants import module_of
+
+    module = module_of(cfg)
+    if module is not None:
+        from pyspark import cloudpickle
+
+        cloudpickle.register_pickle_by_value(module)
 
 
 def default_partitions(sc) -> int:

@@ -2,21 +2,24 @@
 
 The file defines a module-level ``MODE``, a :class:`hwcheck.spec.modes.Mode` made with
 ``MODES[...].variant(...)`` (docs/variants.md). :func:`load` runs the file, checks ``MODE`` and
-registers it (``spec.modes.register``), so that ``Config(mode=MODE.name)`` accepts it from then
-on in this process and in the processes it forks (bfs workers). Everything that can go wrong is a
-:class:`VariantError` whose message is one line naming the file.
+returns it as a :class:`FileMode`, the same Mode that also knows its file. Nothing is registered:
+the Mode travels in the Config (``Config(mode=load(path))``), into the processes bfs forks with the
+model, and to Spark's executors pickled (checker/spark.py ``ship_config``: the file's functions by
+value). Everything that can go wrong is a :class:`VariantError` whose message is one line naming
+the file.
 
->>> import tempfile, pathlib
+>>> import pickle, tempfile, pathlib
 >>> path = pathlib.Path(tempfile.mkdtemp()) / "v.py"
 >>> _ = path.write_text("from hwcheck.spec.modes import MODES\\n"
 ...                     "MODE = MODES['kip380'].variant('doc-what-if', expand_waits_for_epoch_start=False)\\n")
 >>> mode = load(path)
 >>> from hwcheck.spec import Config
->>> Config(mode="doc-what-if").mode, file_of("doc-what-if") == str(path.resolve())
-('doc-what-if', True)
+>>> cfg = Config(mode=mode)
+>>> cfg.mode, file_of(cfg) == str(path.resolve()), pickle.loads(pickle.dumps(cfg)) == cfg
+('doc-what-if', True, True)
 >>> from hwcheck.spec.modes import MODES
->>> differences(mode, MODES["kip380"])
-[('expand_waits_for_epoch_start', True, False)]
+>>> differences(mode, MODES["kip380"]), "doc-what-if" in MODES
+([('expand_waits_for_epoch_start', True, False)], False)
 >>> _ = path.write_text("MODE = 5\\n")
 >>> try:
 ...     load(path)
@@ -34,11 +37,12 @@ import re
 import sys
 import traceback
 import types
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import List, Optional, Tuple
 
 from hwcheck.spec.actions import ACTIONS
-from hwcheck.spec.modes import ALIASES, LADDER, MODES, Mode, register
+from hwcheck.spec.modes import ALIASES, LADDER, Mode
 from hwcheck.spec.state import State
 
 # the fields of a Mode that describe it rather than rule on anything
@@ -50,9 +54,6 @@ BUILT_IN = frozenset(m.name for m in LADDER) | frozenset(ALIASES)
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 HOW = "make it with MODES['kip380'].variant(name=..., ...); see docs/variants.md"
 
-_FILES: Dict[str, str] = {}                   # variant name -> the file it was loaded from (resolved)
-_MODULES: Dict[str, types.ModuleType] = {}    # variant name -> the module its file became
-
 
 class VariantError(ValueError):
     """A mode file that cannot be used; the message is one line naming the file. Also raised
@@ -60,8 +61,16 @@ class VariantError(ValueError):
     than a State or None."""
 
 
-def load(path) -> Mode:
-    """Run the file at ``path``, check its ``MODE`` and register it; the Mode."""
+@dataclass(frozen=True)
+class FileMode(Mode):
+    """A Mode loaded from a mode file: ``file`` the file (resolved), ``module`` the name of the
+    module its code ran as (in ``sys.modules``)."""
+    file: str = ""
+    module: str = ""
+
+
+def load(path) -> FileMode:
+    """Run the file at ``path`` and check its ``MODE``; the Mode, its action functions guarded."""
     path = Path(path)
     module = _run(path)
     mode = module.__dict__.get("MODE")
@@ -72,17 +81,9 @@ def load(path) -> Mode:
     problem = check(mode)
     if problem:
         raise VariantError(f"{path}: {problem}")
-    mode = dataclasses.replace(mode, actions=tuple((name, _guarded(name, fn, path)) for name, fn in mode.actions))
-    # loading the same variant again (a test, a second command in one process) replaces it
-    if mode.name in _FILES:
-        del MODES[mode.name]
-    try:
-        register(mode)
-    except (TypeError, ValueError) as e:
-        raise VariantError(f"{path}: {e}") from None
-    _FILES[mode.name] = str(path.resolve())
-    _MODULES[mode.name] = module
-    return mode
+    rules = {f.name: getattr(mode, f.name) for f in dataclasses.fields(Mode)}
+    rules["actions"] = tuple((name, Guarded(name, fn, str(path))) for name, fn in mode.actions)
+    return FileMode(**rules, file=str(path.resolve()), module=module.__name__)
 
 
 def _run(path: Path) -> types.ModuleType:
@@ -111,19 +112,34 @@ def _run(path: Path) -> types.ModuleType:
     return module
 
 
-def _guarded(name: str, fn, path: Path):
-    """A user's action function whose failure is a one-line VariantError naming the file."""
-    @functools.wraps(fn)
-    def action(state, rules, *ids):
+class Guarded:
+    """A user's action function whose failure is a one-line VariantError naming the file. A class,
+    not a closure, so that a variant's Mode pickles (the function itself by reference, or by value
+    where Spark's executors need it)."""
+
+    def __init__(self, name: str, fn, path: str):
+        self.name, self.fn, self.path = name, fn, path
+        functools.update_wrapper(self, fn)
+
+    def __call__(self, state, rules, *ids):
         try:
-            nxt = fn(state, rules, *ids)
+            nxt = self.fn(state, rules, *ids)
         except Exception as e:
-            raise VariantError(f"{path}{_line_in(path, e)}: action {_label(name, ids)} raised {_what(e)}") from None
+            raise VariantError(f"{self.path}{_line_in(Path(self.path), e)}: action {_label(self.name, ids)} "
+                               f"raised {_what(e)}") from None
         if nxt is not None and not isinstance(nxt, State):
-            raise VariantError(f"{path}: action {_label(name, ids)} returned a {type(nxt).__name__}, "
+            raise VariantError(f"{self.path}: action {_label(self.name, ids)} returned a {type(nxt).__name__}, "
                                "not the next State or None")
         return nxt
-    return action
+
+    def __eq__(self, other):
+        return isinstance(other, Guarded) and (self.name, self.fn, self.path) == (other.name, other.fn, other.path)
+
+    def __hash__(self):
+        return hash((self.name, self.fn, self.path))
+
+    def __repr__(self):
+        return f"<action {self.name} of {self.path}: {self.fn!r}>"
 
 
 def _label(name: str, ids) -> str:
@@ -175,9 +191,19 @@ def check(mode: Mode) -> Optional[str]:
     return None
 
 
-def file_of(name: str) -> Optional[str]:
-    """The file a mode was loaded from (resolved), or None for a built-in mode."""
-    return _FILES.get(name)
+def file_of(mode) -> Optional[str]:
+    """The file a mode was loaded from (resolved), or None for a built-in mode. ``mode``: a Mode, or
+    a Config (of either family: the kafka-tla modes are all built in)."""
+    mode = getattr(mode, "mode_definition", mode)
+    return getattr(mode, "file", None) or None
+
+
+def module_of(mode) -> Optional[types.ModuleType]:
+    """The module a mode file ran as (what Spark's executors need by value), or None. ``mode``:
+    as for :func:`file_of`."""
+    mode = getattr(mode, "mode_definition", mode)
+    name = getattr(mode, "module", None)
+    return sys.modules.get(name) if name else None
 
 
 def differences(mode: Mode, base: Mode) -> List[Tuple[str, object, object]]:
@@ -196,23 +222,11 @@ def closest(mode: Mode) -> Mode:
     return min(reversed(LADDER), key=lambda m: len(differences(mode, m)))
 
 
-def ship_to_spark(name: str) -> None:
-    """Let Spark's executors unpickle a variant's functions: pyspark pickles closures with
-    cloudpickle, which by default pickles a function by module and name, and the executors cannot
-    import the module a mode file became; registered, its functions travel by value."""
-    module = _MODULES.get(name)
-    if module is None:
-        return
-    from pyspark import cloudpickle
-
-    cloudpickle.register_pickle_by_value(module)
-
-
-def stamp(doc: dict) -> dict:
-    """An ITF document (checker/trace.py's ``to_itf``) written under a variant also records the
-    file the variant came from, ``#meta.hwcheck.mode_file``, for replay to name."""
-    meta = doc["#meta"]["hwcheck"]
-    path = file_of(meta.get("config", {}).get("mode"))
+def stamp(doc: dict, cfg) -> dict:
+    """An ITF document (checker/trace.py's ``to_itf``) written under a variant (``cfg``, the run's
+    Config) also records the file the variant came from, ``#meta.hwcheck.mode_file``, for replay
+    to name."""
+    path = file_of(cfg)
     if path:
-        meta["mode_file"] = path
+        doc["#meta"]["hwcheck"]["mode_file"] = path
     return doc

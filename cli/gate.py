@@ -1,5 +1,5 @@
-"""``hwcheck gate``: the matrix of expected verdicts (checker/gate.py runs an entry); cli/main.py adds it
-to the group."""
+"""``hwcheck gate``: the matrix of expected verdicts (checker/gate.py runs an entry); every option of
+the command is declared here."""
 
 from __future__ import annotations
 
@@ -15,13 +15,14 @@ from hwcheck.spec import Config
 from . import jsonout
 from .models import load_mode_file, mode_file_option
 from .options import (DEFAULTS, EXIT_HOLDS, EXIT_INTERRUPTED, EXIT_VIOLATION, check_writable, fail, read_text,
-                      write_after_run)
+                      refuse_quiet_with_verbose, write_after_run)
 from .progress import Progress, level as progress_level
 
 
-def load_gate_table(gate_file):
+def load_gate_table(gate_file, modes=()):
     """The gate entries: from FILE (``[gate.NAME]`` tables, or a pyproject's
-    ``[tool.hwcheck.gate.NAME]``), else from ./pyproject.toml."""
+    ``[tool.hwcheck.gate.NAME]``), else from ./pyproject.toml. An entry whose mode names one of
+    ``modes`` (the variants of --mode-file; the last of a name wins) runs that Mode."""
     path = gate_file if gate_file is not None else Path("pyproject.toml")
     if gate_file is None and not path.exists():
         fail(f"no FILE given and no pyproject.toml in {Path.cwd()}: gate reads [tool.hwcheck.gate] from "
@@ -43,6 +44,12 @@ def load_gate_table(gate_file):
     unknown = sorted(set(doc) - {"gate"}) if "tool" not in doc else []
     if unknown:
         fail(f"{path}: unknown top-level key(s) {', '.join(unknown)} (entries go under [gate.NAME])")
+    named = {mode.name: mode for mode in modes}
+    if named and isinstance(table, dict):
+        table = {name: ({**spec, "mode": named[spec["mode"]]}
+                        if isinstance(spec, dict) and isinstance(spec.get("mode"), str) and spec["mode"] in named
+                        else spec)
+                 for name, spec in table.items()}
     try:
         return path, parse_gate(table)
     except GateError as e:
@@ -64,7 +71,8 @@ def non_default_settings(cfg: Config) -> str:
 @click.option("--verbose", is_flag=True, help="a progress log line each second while an entry runs")
 @mode_file_option(multiple=True, help="a Python file defining MODE, a variant (docs/variants.md) that entries "
                                       "may then name as their mode (repeatable)")
-def gate(gate_file, junit, force, quiet=False, verbose=False, mode_file=()):
+@jsonout.json_option("gate")
+def gate(gate_file, junit, force, quiet, verbose, mode_file):
     """Check a matrix of (mode, settings) -> expected verdict; exit 1 when a verdict moved.
 
     The entries are read from [tool.hwcheck.gate] in ./pyproject.toml (the current folder), or
@@ -75,9 +83,9 @@ def gate(gate_file, junit, force, quiet=False, verbose=False, mode_file=()):
     Example:
       hwcheck gate --junit gate.xml --force
     """
-    for path in mode_file:
-        load_mode_file(path, fail)
-    path, entries = load_gate_table(gate_file)
+    refuse_quiet_with_verbose(quiet, verbose)
+    modes = [load_mode_file(path, fail) for path in mode_file]
+    path, entries = load_gate_table(gate_file, modes)
     if junit is not None:
         check_writable(junit, force)
     say = (lambda *a, **k: None) if quiet else click.echo

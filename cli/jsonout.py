@@ -1,8 +1,9 @@
 """``--json`` on verify, replay, gate and modes: one JSON document on stdout, nothing else there.
 
-A command notes what it found with ``note(**fields)`` (a no-op without ``--json``); the wrapper
-that ``register`` puts around each command silences the human text on stdout, and prints the
-noted document when the command ends with exit 0, 1 or 130. Bad input (exit 2) prints no
+A command notes what it found with ``note(**fields)`` (a no-op without ``--json``); the
+``@json_option(...)`` decorator a command applies adds ``--json`` and, with it given, silences the
+command's human text on stdout and prints the noted document when the command ends with exit 0,
+1 or 130. Bad input (exit 2) prints no
 document: the one error line goes to stderr as always. ``SCHEMA`` is the JSON Schema of the
 document; docs/hwcheck-json.schema.json holds it (a test keeps the two equal) and docs/cli.md
 describes it.
@@ -185,7 +186,7 @@ def settings(model_or_cfg) -> dict:
     cfg = getattr(model_or_cfg, "cfg", model_or_cfg)
     family = getattr(model_or_cfg, "family", None) or ("kafka-tla" if "log_size" in cfg.as_dict() else "design")
     out = {"model": family, **cfg.as_dict()}
-    path = variants.file_of(out["mode"]) if family == "design" else None
+    path = variants.file_of(cfg)
     if path:
         out["mode_file"] = path
     return out
@@ -203,7 +204,7 @@ def mode_doc(m, variant: bool = False) -> dict:
            "changes": [{"rule": c.rule, "ref": c.ref, "source": c.source} for c in m.changes],
            "rules": {name: _rule_json(getattr(m, name)) for name in variants.RULES},
            "actions": {name: _rule_json(fn) for name, fn in m.actions},
-           "mode_file": variants.file_of(m.name), "varies": None,
+           "mode_file": variants.file_of(m), "varies": None,
            "releases": [{"version": r.version, "metadata": r.metadata, "elr": r.elr, "coordinate": r.coordinate}
                         for r in releases_of(m.name)]}
     if variant:
@@ -246,12 +247,20 @@ def note(**fields) -> None:
             record[key] = value
 
 
-JSON_OPTION = click.Option(["--json", "as_json"], is_flag=True,
-                           help="print one JSON document on stdout (schema in docs/cli.md) instead of text")
+JSON_HELP = "print one JSON document on stdout (schema in docs/cli.md) instead of text"
+
+
+def json_option(command: str, refuse=(), done="verdict"):
+    """The decorator a command puts right over its function (so ``--json`` is its last option and
+    the wrapper the outermost): adds ``--json`` and runs the command through :func:`json_callback`."""
+    def decorate(fn):
+        return click.option("--json", "as_json", is_flag=True, help=JSON_HELP)(
+            json_callback(fn, command, refuse, done))
+    return decorate
 
 
 def json_callback(fn, command: str, refuse=(), done="verdict"):
-    """Wrap a command's callback: with --json, its text on stdout is dropped and the noted
+    """Wrap a command's function: with --json, its text on stdout is dropped and the noted
     document printed at the end. ``refuse`` names options that do not combine with --json;
     ``done`` is the field a finished command has noted."""
     @functools.wraps(fn)
@@ -281,8 +290,3 @@ def json_callback(fn, command: str, refuse=(), done="verdict"):
         click.echo(json.dumps(record, indent=2))
         raise click.exceptions.Exit(code)
     return wrapper
-
-
-def register(command: click.Command, name: str, refuse=(), done="verdict") -> None:
-    command.params.append(JSON_OPTION)
-    command.callback = json_callback(command.callback, name, refuse, done)

@@ -1,9 +1,9 @@
 """The hwcheck command line: the ``hwcheck`` group and its entry point. Each command lives in its own
-module (cli/verify.py, replay.py, gate.py, modes.py, simulate.py, graph.py, symbolic.py), sharing the helpers of
-cli/options.py; this module only assembles them and wraps their callbacks (--mode-file on replay,
---quiet/--verbose, --json). Exit codes: 0 every invariant holds within the bounds (replay: the trace
-replays as stored), 1 a violation was found (replay: the stored invariant no longer breaks), 2 bad
-usage or input, 130 interrupted."""
+module (cli/verify.py, replay.py, gate.py, modes.py, simulate.py, graph.py, symbolic.py, reproduce.py),
+which declares all of its options over its function (sharing the helpers of cli/options.py); this
+module only adds the commands to the group. Exit codes: 0 every invariant holds within the bounds
+(replay: the trace replays as stored), 1 a violation was found (replay: the stored invariant no
+longer breaks), 2 bad usage or input, 130 interrupted."""
 
 from __future__ import annotations
 
@@ -15,15 +15,17 @@ import click
 from hwcheck.checker import variants
 
 from . import jsonout
-from .models import replay_mode_file
-from .options import EXIT_HOLDS, EXIT_INTERRUPTED, EXIT_USAGE, fail, read_text, refuse_quiet_with_verbose
-from . import graph as _graph, symbolic as _symbolic
 from .gate import gate
+from .graph import graph
 from .modes import modes
+from .options import EXIT_HOLDS, EXIT_INTERRUPTED, EXIT_USAGE
 from .replay import replay
 from .reproduce import reproduce
 from .simulate import simulate
+from .symbolic import prove
 from .verify import verify
+
+COMMANDS = (verify, replay, gate, modes, simulate, graph, prove, reproduce)
 
 _NO_ARGS_IS_HELP = getattr(click.exceptions, "NoArgsIsHelpError", None)     # click 8.2+
 
@@ -82,31 +84,5 @@ def main() -> None:
         sys.exit(EXIT_INTERRUPTED)
 
 
-for _command in (verify, replay, gate, modes):
+for _command in COMMANDS:
     cli.add_command(_command)
-
-# the state-graph commands (issue 6): `hwcheck graph`, `verify --liveness`, `replay --focus`
-cli.add_command(_graph.graph)
-_graph.register(verify, replay)
-
-# the z3 engine (issue 4): `verify --engine z3 --depth K` (in verify above), `hwcheck prove`
-cli.add_command(_symbolic.prove)
-
-# random walks for what bfs cannot finish (issue 15): `hwcheck simulate`
-cli.add_command(simulate)
-
-# real Kafka clusters (issue 37): `hwcheck reproduce`
-cli.add_command(reproduce)
-
-# --mode-file on replay: outside --focus and lassos (cli/graph.py), which replay the variant too
-replay.callback = replay_mode_file(replay.callback, fail, read_text)
-
-# --quiet with --verbose is refused on every command that has both
-for _command in (verify, replay, gate, simulate):
-    _command.callback = refuse_quiet_with_verbose(_command.callback)
-
-# --json on verify, replay, gate and modes (issue 9): registered last, so it wraps every other option
-jsonout.register(verify, "verify", refuse=("liveness",))
-jsonout.register(replay, "replay", refuse=("focus",))
-jsonout.register(gate, "gate")
-jsonout.register(modes, "modes", done="modes")

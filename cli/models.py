@@ -1,20 +1,21 @@
-"""The choice of model family on the command line (``--model``), its options, and rendering that
-depends on the family. ``design`` (the default) is the model of DESIGN.md, with the knobs of
-cli/options.py (``knob_options``); ``kafka-tla`` is the port of the community's TLA+ spec, with its TLA+ constants."""
+"""The choice of model family on the command line (``--model``), its options, the ``--mode`` and
+``--mode-file`` options, and rendering that depends on the family. ``design`` (the default) is the
+model of DESIGN.md, with the knobs of cli/options.py (``knob_options``); ``kafka-tla`` is the port of
+the community's TLA+ spec, with its TLA+ constants. A mode is checked once, by the family's Config;
+this module only words the Config's refusal for the command line."""
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 
 import click
 
 from hwcheck.checker import variants
-from hwcheck.checker.families import DESIGN, FAMILIES
-from hwcheck.checker.trace import TraceError, load_itf
-from hwcheck.spec import Config, ConfigError, Model, kafka_tla
+from hwcheck.checker.families import DESIGN, FAMILIES, model_of
+from hwcheck.spec import Config, ConfigError, kafka_tla
+from hwcheck.spec.config import ModeName, resolve_mode
 from hwcheck.spec.kafka_tla.state import NONE, members
-from hwcheck.spec.modes import ALIASES, LADDER, MODES
+from hwcheck.spec.modes import ALIASES, LADDER
 
 from . import render
 
@@ -63,19 +64,19 @@ def _flag(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
-def build_model(knobs: dict, only, fail):
-    """The model the options ask for; knobs of the other family are refused in one line. ``only``
-    (``--invariant``) picks the kafka-tla invariants to check (default StrongIsr)."""
+def build_config(knobs: dict, only, fail):
+    """The Config (of either family) the options ask for; knobs of the other family are refused
+    in one line. ``only`` (``--invariant``) picks the kafka-tla invariants to check (default
+    StrongIsr)."""
     ctx = click.get_current_context()
+    knobs = dict(knobs)
     family = knobs.pop("model_family")
     tla = {name: knobs.pop(name) for name in TLA_ONLY}
     if family == DESIGN:
         for name in TLA_ONLY:
             if given(ctx, name):
                 fail(f"{_flag(name)} applies to --model {KAFKA_TLA} only")
-        if knobs["mode"] in OTHER_MODES:
-            fail(f"mode {knobs['mode']} belongs to --model {KAFKA_TLA}")
-        return Model(design_config(knobs, fail))
+        return design_config(knobs, fail, families=True)
     if knobs.get("mode_file") is not None:
         fail(f"--mode-file applies to --model {DESIGN} only")
     for name in DESIGN_ONLY:
@@ -83,10 +84,14 @@ def build_model(knobs: dict, only, fail):
             fail(f"{_flag(name)} does not apply to --model {KAFKA_TLA} (its options: --mode --replicas "
                  f"--log-size --max-records --max-leader-epoch --invariant)")
     mode = knobs["mode"] if given(ctx, "mode") else TLA_DEFAULTS.mode
-    return kafka_tla.Model(configure(kafka_tla.Config, fail, mode=mode, replicas=knobs["replicas"],
-                                     log_size=tla["log_size"], max_records=tla["max_records"],
-                                     max_leader_epoch=tla["max_leader_epoch"],
-                                     invariants=tuple(only) or TLA_DEFAULTS.invariants))
+    return configure(kafka_tla.Config, fail, mode=mode, replicas=knobs["replicas"], log_size=tla["log_size"],
+                     max_records=tla["max_records"], max_leader_epoch=tla["max_leader_epoch"],
+                     invariants=tuple(only) or TLA_DEFAULTS.invariants)
+
+
+def build_model(knobs: dict, only, fail):
+    """The model of :func:`build_config`'s Config."""
+    return model_of(build_config(knobs, only, fail))
 
 
 def configure(config_cls, fail, **settings):
@@ -97,7 +102,31 @@ def configure(config_cls, fail, **settings):
         fail(str(e))
 
 
-# ---------------------------------------------------------------- --mode-file
+# ---------------------------------------------------------------- --mode and --mode-file
+
+def mode_option(choices, *param_decls, **extra):
+    """``--mode``, shown and completed as a choice of ``choices``; not checked here: the Config
+    checks a mode (:func:`mode_named`, :func:`design_config` word its refusal)."""
+    choices = list(choices)
+
+    def complete(ctx, param, incomplete):
+        return [name for name in choices if name.startswith(incomplete)]
+    return click.option(*(param_decls or ("--mode",)), metavar="[" + "|".join(choices) + "]",
+                        shell_complete=complete, **extra)
+
+
+def _bad_mode(e: ConfigError) -> click.BadParameter:
+    """The Config's refusal of a mode, as click words a bad option value (one line, exit 2)."""
+    return click.BadParameter(str(e), ctx=click.get_current_context(silent=True), param_hint="'--mode'")
+
+
+def mode_named(name) -> ModeName:
+    """The mode an option names (a name, or a Mode from a mode file), resolved by the Config's rules."""
+    try:
+        return resolve_mode(name)
+    except ConfigError as e:
+        raise _bad_mode(e) from None
+
 
 MODE_FILE_HELP = ("a Python file defining MODE, a variant of a mode (docs/variants.md); "
                   "runs with it instead of --mode")
@@ -108,70 +137,34 @@ def mode_file_option(help: str = MODE_FILE_HELP, **extra):
                         help=help, **extra)
 
 
-def load_mode_file(path, fail):
-    """The variant in the file at ``path``, registered; a bad file ends through ``fail``."""
+def load_mode_file(path, fail) -> variants.FileMode:
+    """The variant in the file at ``path``; a bad file ends through ``fail``."""
     try:
         return variants.load(path)
     except variants.VariantError as e:
         fail(str(e))
 
 
-def design_config(knobs: dict, fail) -> Config:
+def design_config(knobs: dict, fail, families: bool = False) -> Config:
     """The design model's Config from the knob options; ``--mode-file`` (``knobs['mode_file']``)
-    loads a variant and names it as the mode, which --mode then must not."""
+    loads a variant and gives its Mode as the mode, which --mode then must not. A mode the Config
+    refuses is a bad ``--mode``; with ``families`` (the command has ``--model``), one of the other
+    family says so."""
     knobs = dict(knobs)
     path = knobs.pop("mode_file", None)
     if path is not None:
         ctx = click.get_current_context(silent=True)
         if ctx is not None and given(ctx, "mode"):
             fail("--mode and --mode-file do not combine (the file's MODE is the mode)")
-        knobs["mode"] = load_mode_file(path, fail).name
-    return configure(Config, fail, **knobs)
-
-
-def replay_mode_file(fn, fail, read_text):
-    """Wrap replay's callback (outermost but for --json, so --focus and lassos see the variant):
-
-    - with ``--mode-file``: the variant is loaded; a trace found under it replays as stored (and
-      ``--mode`` still names a built-in mode to replay it under), any other trace is replayed
-      under the variant (``--mode <its name>``: a differential replay);
-    - without: a trace found under a variant says in one line that it needs ``--mode-file``.
-    """
-    @functools.wraps(fn)
-    def wrapper(trace_file, mode_file=None, other_mode=None, **kwargs):
-        try:
-            doc = load_itf(read_text(trace_file))
-        except TraceError:
-            doc = None                                  # replay reports it
-        meta = doc["#meta"]["hwcheck"] if doc is not None else {}
-        recorded = meta.get("config", {}).get("mode")
-        design = meta.get("model", DESIGN) == DESIGN
-        if mode_file is None:
-            if design and isinstance(recorded, str) and recorded not in MODES and recorded not in ALIASES:
-                path = meta.get("mode_file")
-                if isinstance(path, str):
-                    fail(f"{trace_file}: found under mode {recorded!r} of the mode file {path}; "
-                         f"replay it with --mode-file {path}")
-                fail(f"{trace_file}: found under mode {recorded!r}, which is not built in "
-                     f"({', '.join(DESIGN_MODES)}); if a mode file defines it, replay with --mode-file FILE")
-            return fn(trace_file=trace_file, other_mode=other_mode, **kwargs)
-        if doc is not None and not design:
-            fail(f"{trace_file}: --mode-file applies to design-model traces; this trace is of {meta.get('model')}")
-        mode = load_mode_file(mode_file, fail)
-        if doc is None or recorded == mode.name:
-            return fn(trace_file=trace_file, other_mode=other_mode, **kwargs)
-        if other_mode is not None:
-            fail(f"{mode_file} defines mode {mode.name}, but the trace was found under {recorded}: "
-                 f"--mode-file replays it under {mode.name}, --mode under a built-in mode; give one")
-        why = f"{trace_file} was found under {recorded}, {mode_file} defines {mode.name}: "
-        if "loop" in doc:
-            fail(why + "a differential replay (under the mode file's mode) applies to safety traces, not to a lasso")
-        busy = [flag for flag, on in (("--html", kwargs.get("html") is not None), ("--focus", kwargs.get("focus")))
-                if on]
-        if busy:
-            fail(why + f"a differential replay (under the mode file's mode) does not combine with {busy[0]}")
-        return fn(trace_file=trace_file, other_mode=mode.name, **kwargs)
-    return wrapper
+        knobs["mode"] = load_mode_file(path, fail)
+    try:
+        return Config(**knobs)
+    except ConfigError as e:
+        if e.setting != "mode" or path is not None:
+            fail(str(e))
+        if families and knobs["mode"] in kafka_tla.MODES:
+            fail(f"mode {knobs['mode']} belongs to --model {KAFKA_TLA}")
+        raise _bad_mode(e) from None
 
 
 # ---------------------------------------------------------------- rendering

@@ -1,5 +1,5 @@
-"""``hwcheck modes``: the modes of the design model and what each changes; cli/main.py adds it to the
-group."""
+"""``hwcheck modes``: the modes of the design model and what each changes; every option of the command
+is declared here."""
 
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ from .render import modes_table
 
 @click.command()
 @mode_file_option(help="also list the variant this Python file defines (docs/variants.md)")
-def modes(mode_file=None):
+@jsonout.json_option("modes", done="modes")
+def modes(mode_file):
     """List the modes: the Kafka releases each stands for and the rules it changes from the one
     before it, each with its KIP/JIRA and the Kafka source (method@tag) it copies.
 

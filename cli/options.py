@@ -1,10 +1,10 @@
 """What the commands share: exit codes, the one-line error, the knob options, and reading and
-writing the files a command names. Every command module imports from here; only the entry point
-(cli/main.py) assembles the commands into the ``hwcheck`` group, and no module imports main.py."""
+writing the files a command names. Every command module imports from here and declares its
+options over its own function (the shared groups here as named decorators); the entry point
+(cli/main.py) only adds the commands to the ``hwcheck`` group, and no module imports main.py."""
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import sys
@@ -15,7 +15,7 @@ import click
 from hwcheck.spec import Config
 from hwcheck.spec.config import ACKS, RESPONSE_HW
 
-from .models import DESIGN_MODES, OTHER_MODES, design_config, mode_file_option, with_options
+from .models import DESIGN_MODES, OTHER_MODES, design_config, mode_file_option, mode_option, with_options
 
 EXIT_HOLDS, EXIT_VIOLATION, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 DEFAULTS = Config()
@@ -38,9 +38,8 @@ def knob_options(fn=None, *, modes=None):
         return lambda f: knob_options(f, modes=modes)
     choices = list(modes) if modes is not None else DESIGN_MODES + OTHER_MODES
     options = [
-        click.option("--mode", type=click.Choice(choices), default=DEFAULTS.mode,
-                     show_default=True, help="the Kafka release range to model (hwcheck modes lists them; "
-                     "epoch = the newest)"),
+        mode_option(choices, default=DEFAULTS.mode, show_default=True,
+                    help="the Kafka release range to model (hwcheck modes lists them; epoch = the newest)"),
         mode_file_option(),
         click.option("--replicas", type=int, default=DEFAULTS.replicas, show_default=True),
         click.option("--records", type=int, default=DEFAULTS.records, show_default=True,
@@ -66,14 +65,17 @@ def knob_options(fn=None, *, modes=None):
     return with_options(fn, options)
 
 
-def refuse_quiet_with_verbose(fn):
-    """Wrap a command's callback: --quiet and --verbose exclude each other (one line, exit 2)."""
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        if kwargs.get("quiet") and kwargs.get("verbose"):
-            fail("--quiet and --verbose exclude each other: give one")
-        return fn(*args, **kwargs)
-    return wrapper
+def refuse_quiet_with_verbose(quiet: bool, verbose: bool) -> None:
+    """--quiet and --verbose exclude each other (one line, exit 2); a command that has both
+    checks it before any work."""
+    if quiet and verbose:
+        fail("--quiet and --verbose exclude each other: give one")
+
+
+def interrupted(covered: str):
+    """Ctrl-C: one line of what was covered, exit 130."""
+    click.echo(f"interrupted: {covered}")
+    raise click.exceptions.Exit(EXIT_INTERRUPTED)
 
 
 def make_config(**knobs) -> Config:

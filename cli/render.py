@@ -13,7 +13,7 @@ from hwcheck.spec.state import FOLLOWER, LEADER, UNDEFINED, members, replica_nam
 def settings_line(cfg) -> str:
     d = cfg.as_dict()
     line = " ".join(f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in d.items())
-    path = variants.file_of(d.get("mode"))
+    path = variants.file_of(cfg)
     return line + (f" mode_file={path}" if path else "")
 
 
@@ -40,7 +40,7 @@ def modes_table(ladder, aliases, extra=(), width: int = 120) -> str:
             rows.append(["", "", c.ref, f"{c.rule}\nsource: {c.source}"])
         if mode in extra:
             base = variants.closest(mode)
-            where = variants.file_of(mode.name)
+            where = variants.file_of(mode)
             rows.append(["", "", "", f"a variant of {base.name}" + (f", from {where}" if where else "")])
             for name, old, new in variants.differences(mode, base):
                 rows.append(["", "", "(this file)", f"{name}: {rule_value(old)} -> {rule_value(new)}"])

@@ -1,5 +1,5 @@
-"""``hwcheck simulate``: random walks for configurations bfs cannot finish (checker/simulate.py);
-cli/main.py adds it to the group."""
+"""``hwcheck simulate``: random walks for configurations bfs cannot finish (checker/simulate.py); every
+option of the command is declared here."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from hwcheck.checker.trace import to_itf
 from .html import render_html
 from .models import build_model, model_options, settings_line, trace_table
 from .options import (EXIT_HOLDS, EXIT_INTERRUPTED, EXIT_VIOLATION, check_writable, fail, free_default_path,
-                      knob_options, write_after_run, write_trace)
+                      knob_options, refuse_quiet_with_verbose, write_after_run, write_trace)
 from .progress import Progress, level as progress_level
 
 DEFAULT_RUNS = 10_000
@@ -62,6 +62,7 @@ def simulate(seed, runs, depth, time_limit, swarm, only, confirm_states, workers
     Example:
       hwcheck simulate --mode kafka15583 --replicas 3 --min-isr 2 --power-failures 1 --time 60
     """
+    refuse_quiet_with_verbose(quiet, verbose)
     model = build_model(knobs, only, fail)
     names = [name for name, _ in model.invariants]
     unknown = [name for name in only if name not in names]
@@ -115,7 +116,7 @@ def simulate(seed, runs, depth, time_limit, swarm, only, confirm_states, workers
     if not quiet:
         click.echo(_table(model, trace))
     path = out if out is not None else free_default_path(cfg, trace.invariant)
-    write_trace(path, variants.stamp(to_itf(model, trace, "simulate")))
+    write_trace(path, variants.stamp(to_itf(model, trace, "simulate"), cfg))
     if html is not None and write_after_run(html, render_html(model, trace, path.name), "the report"):
         click.echo(f"html: {html}")
     _coverage(result)
@@ -139,7 +140,7 @@ def figures_line(result) -> str:
 
     >>> from hwcheck.checker.simulate import SimulationResult
     >>> figures_line(SimulationResult(engine="simulate", verdict="holds", distinct_states=900,
-    ...     generated_states=5200, depth=50, elapsed=2.0, walks=200))
+    ...     generated_states=5200, depth=50, elapsed=2.0, peak_rss_mb=0, walks=200))
     '200 walks, 5,200 states visited (900 distinct), deepest walk 50 steps, 100 walks/s, 2,500 steps/s, 2.0 s, peak RSS 0 MB'
     """
     return (f"{result.walks:,} walks, {result.generated_states:,} states visited ({result.distinct_states:,} "
@@ -149,9 +150,9 @@ def figures_line(result) -> str:
 
 def _on_spark(model, settings, master, progress):
     """The walks as Spark tasks; a Spark that cannot start (no Java, a bad master) is one line, exit 2."""
-    from hwcheck.checker.spark import SparkEngineError, start_spark, stop_spark
+    from hwcheck.checker.spark import SparkEngineError, ship_config, start_spark, stop_spark
 
-    variants.ship_to_spark(getattr(getattr(model, "cfg", None), "mode", ""))
+    ship_config(model.cfg)      # the walks' tasks hold the model, its Config and Mode
     try:
         sc = start_spark(master, app_name="hwcheck-simulate")
     except SparkEngineError as e:

@@ -1,41 +1,31 @@
-"""The z3 engine on the command line: ``verify --engine z3 --depth K`` (bounded model checking)
-and ``hwcheck prove`` (k-induction). cli/verify.py calls ``verify_z3``; cli/main.py adds ``prove``
-to the group."""
+"""``hwcheck prove``: k-induction with z3, the proofs of docs/proofs.md. (``verify --engine z3``,
+bounded model checking, is verify's: checker/check.py runs it, cli/verify.py renders it.)"""
 
 from __future__ import annotations
 
 import functools
 import json
 import time
-from dataclasses import asdict
 from pathlib import Path
 from typing import List
 
 import click
 
 from hwcheck.checker.bfs import bfs
-from hwcheck.checker.bmc import NOT_INDUCTIVE, EncodingError, bmc, prove as k_induction
+from hwcheck.checker.bmc import NOT_INDUCTIVE, EncodingError, prove as k_induction
 from hwcheck.checker.houdini import FAMILIES, check_lemmas, discover, drop_chain, only_clauses_blocked, proof_model
 from hwcheck.checker.lemma_file import LemmaFileError, read_back, settings, to_json
 from hwcheck.checker.result import HOLDS, INTERRUPTED, VIOLATED, Trace
 from hwcheck.checker.symbolic import CONCRETE, Encoding, check_covered
-from hwcheck.checker.trace import to_itf
 from hwcheck.spec import ConfigError
 from hwcheck.spec.auxiliary import AUXILIARY
 from hwcheck.spec.state import LEADER, UNDEFINED, replica_name
 
-from . import jsonout
-from .options import (EXIT_HOLDS, EXIT_INTERRUPTED, EXIT_VIOLATION, check_writable, fail, free_default_path,
-                      knob_options, make_config, write_trace)
+from .options import EXIT_HOLDS, EXIT_INTERRUPTED, EXIT_VIOLATION, check_writable, fail, knob_options, make_config
 from .models import DESIGN_MODES
 from .render import controller_cell, messages_cell, replica_cell, replica_names, settings_line, trace_table
 
 EXIT_NOT_INDUCTIVE = 3
-
-
-def _depth_line(k: int, seconds: float, answer: str) -> None:
-    what = "violation found" if answer == "sat" else "no violation"
-    click.echo(f"  depth {k}: {what} ({seconds:.2f} s)")
 
 
 def _covered(model) -> None:
@@ -44,49 +34,6 @@ def _covered(model) -> None:
         check_covered(model)
     except ConfigError as e:
         fail(str(e))
-
-
-def verify_z3(model, depth, checked, out, force, quiet) -> None:
-    """BMC for ``verify --engine z3``: deepen from 0 to ``depth``; exit like bfs."""
-    if getattr(model, "family", "design") != "design":
-        fail("--engine z3 encodes the design model only (not --model kafka-tla)")
-    if depth is None:
-        fail("--engine z3 needs --depth K (the longest trace to look for)")
-    if out is not None:
-        check_writable(out, force)
-    _covered(model)
-    click.echo(f"hwcheck verify: {settings_line(model.cfg)}")
-    click.echo(f"engine z3 (bounded model checking to depth {depth}); invariants {', '.join(checked)}")
-    solved = []
-
-    def depth_line(k: int, seconds: float, answer: str) -> None:
-        solved.append(k)
-        _depth_line(k, seconds, answer)
-
-    try:
-        result = bmc(model, depth, only=checked, progress=depth_line)
-    except EncodingError as e:
-        fail(f"z3 engine: {e}")
-    jsonout.note(settings=jsonout.settings(model), engine="z3", invariants=checked, max_depth=depth,
-                 verdict=result.verdict, complete=False, figures=jsonout.figures(result), violations=[])
-    if result.verdict == INTERRUPTED:
-        proven = (f"no violation up to depth {solved[-1]} (depths 0-{solved[-1]} solved)" if solved
-                  else "no depth solved yet")
-        click.echo(f"interrupted: {proven}; depth {len(solved)} of {depth} was under way after "
-                   f"{result.elapsed:.1f} s")
-        raise click.exceptions.Exit(EXIT_INTERRUPTED)
-    if result.verdict != VIOLATED:
-        click.echo(f"verdict: holds: no violation up to depth {depth} ({result.elapsed:.1f} s)")
-        raise click.exceptions.Exit(EXIT_HOLDS)
-    trace = result.violations[0]
-    click.echo(f"verdict: violated: {trace.invariant} after {trace.steps} steps (a shortest trace)")
-    if not quiet:
-        click.echo(trace_table(model, trace, [trace.invariant]))
-    path = out if out is not None else free_default_path(model.cfg, trace.invariant)
-    written = write_trace(path, to_itf(model, trace, engine="z3"))
-    jsonout.note(violation={"invariant": trace.invariant, "steps": trace.steps, "trace": str(path) if written else None})
-    click.echo(f"figures: z3 BMC, {result.depth + 1} depths solved in {result.elapsed:.1f} s")
-    raise click.exceptions.Exit(EXIT_VIOLATION)
 
 
 def state_lines(model, s) -> str:
@@ -283,7 +230,7 @@ def _prove_with_lemmas(model, names, path: Path) -> None:
         doc = json.loads(path.read_text())
         found_under = settings(doc)
         if found_under != model.cfg:
-            theirs, ours = asdict(found_under), asdict(model.cfg)
+            theirs, ours = found_under.as_dict(), model.cfg.as_dict()
             differ = [knob for knob in theirs if theirs[knob] != ours[knob]]
             fail(f"{path} was found under {', '.join(f'{knob}={theirs[knob]}' for knob in differ)}; this run has "
                  f"{', '.join(f'{knob}={ours[knob]}' for knob in differ)}")

@@ -1,28 +1,37 @@
-"""``hwcheck verify``: explore every behaviour within the bounds (bfs, spark or z3); cli/main.py adds it
-to the group, cli/graph.py extends it with --liveness."""
+"""``hwcheck verify``: explore every behaviour within the bounds (bfs, spark or z3), or check the
+liveness properties on the explored state graph (``--liveness``). Every option of the command is
+declared here; they parse into a CheckRequest, checker/check.py validates and runs it, and this
+module renders what it found."""
 
 from __future__ import annotations
 
-import os
+import json
 from pathlib import Path
-
 
 import click
 
 from hwcheck.checker import variants
-from hwcheck.checker.bfs import CHECKPOINT_FILE, CheckpointError, bfs, default_workers, load_checkpoint
+from hwcheck.checker.check import ENGINES, LIVENESS, CheckError, CheckObserver, CheckRequest, CheckResult, check
+from hwcheck.checker.graph import DEFAULT_MAX_NODES, counts
+from hwcheck.checker.liveness import lasso_to_itf
 from hwcheck.checker.result import INTERRUPTED, VIOLATED
 from hwcheck.checker.trace import to_itf
-from hwcheck.spec import ConfigError
+from hwcheck.spec.actions import ACTIONS
 
 from . import jsonout
-from .models import build_model, model_options, settings_line, trace_table
+from .models import DESIGN_ONLY, TLA_ONLY, build_config, given, model_options, settings_line, trace_table
 from .options import (EXIT_HOLDS, EXIT_INTERRUPTED, EXIT_VIOLATION, check_writable, fail, free_default_path,
-                      knob_options, write_trace)
+                      interrupted, knob_options, refuse_quiet_with_verbose, write_after_run, write_trace)
 from .progress import Progress, level as progress_level
 from .render import figures_line
-from .engines import ENGINES, engine_options, run_spark
-from . import symbolic as _symbolic
+
+DEFAULT_MASTER = "local[*]"
+ACTION_NAMES = [name for name, _, _ in ACTIONS]
+# what verify takes with --liveness: the design model's settings and where the lasso goes; every
+# other verify option given with it is refused, so an option added to verify later is refused too
+# until someone decides it applies
+LIVENESS_TAKES = frozenset({"liveness", "fair", "max_nodes", "model_family", "mode", "replicas", "out", "force",
+                            "quiet", "verbose"} | set(DESIGN_ONLY) | set(TLA_ONLY))
 
 
 @click.command()
@@ -30,7 +39,11 @@ from . import symbolic as _symbolic
 @model_options
 @click.option("--engine", type=click.Choice(ENGINES), default="bfs", show_default=True)
 @click.option("--depth", type=click.IntRange(min=0), default=None, help="z3: the longest trace BMC looks for")
-@engine_options
+@click.option("--master", default=None, metavar="URL",
+              help=f"spark: the Spark master (local[N], spark://host:port, ...) "
+                   f"[default: spark-submit's --master, else {DEFAULT_MASTER}]")
+@click.option("--partitions", type=click.IntRange(min=1), default=None,
+              help="spark: owner partitions of the state space [default: Spark's default parallelism, at least 2]")
 @click.option("--max-depth", type=click.IntRange(min=0), default=None, help="stop exploring at this depth")
 @click.option("--all-invariants", is_flag=True, help="keep going after a violation: first trace of each invariant")
 @click.option("--invariant", "only", multiple=True, metavar="NAME",
@@ -52,64 +65,111 @@ from . import symbolic as _symbolic
 @click.option("--max-memory", type=click.FloatRange(min=0.1), default=None, metavar="GB",
               help="bfs: stop, saying what was covered, once the process passes this size "
                    "[default: 80% of the machine's memory]")
-def verify(engine, depth, master, partitions, max_depth, all_invariants, only, out, force, quiet, verbose=False,
-           symmetry=False, workers=None, checkpoint=None, resume=None, max_memory=None, **knobs):
+@click.option("--liveness", is_flag=True,
+              help="check the liveness properties under weak fairness (a lasso on violation)")
+@click.option("--fair", multiple=True, type=click.Choice(ACTION_NAMES), metavar="ACTION",
+              help="with --liveness: also treat ACTION as weakly fair (repeatable)")
+@click.option("--max-nodes", type=click.IntRange(min=1), default=DEFAULT_MAX_NODES, show_default=True,
+              help="with --liveness: refuse a larger state graph")
+@jsonout.json_option("verify", refuse=("liveness",))
+def verify(engine, depth, master, partitions, max_depth, all_invariants, only, out, force, quiet, verbose, symmetry,
+           workers, checkpoint, resume, max_memory, liveness, fair, max_nodes, **knobs):
     """Explore every behaviour within the bounds; report 'holds' or a shortest counterexample.
 
     \b
     Example:
       hwcheck verify --mode=hw --out loss.itf.json
     """
-    model = build_model(knobs, only, fail)
-    cfg = model.cfg
-    if out is not None:
-        check_writable(out, force)
-    names = [name for name, _ in model.invariants]
-    unknown = [name for name in only if name not in names]
-    if unknown:
-        fail(f"unknown invariant {unknown[0]!r}; choose from {', '.join(names)}")
-    checked = list(only) or names
-    if engine == "z3" or depth is not None:
-        if engine != "z3" or max_depth is not None or all_invariants or symmetry or workers:
-            fail("--depth goes with --engine z3, which takes none of --max-depth, --all-invariants, "
-                 "--symmetry, --workers")
-        try:
-            _symbolic.verify_z3(model, depth, checked, out, force, quiet)
-        except ConfigError as e:                # a mode (a variant) the z3 encoding cannot express
-            fail(f"z3 engine: {e}")
-    click.echo(f"hwcheck verify: {settings_line(cfg)}")
-    click.echo(f"engine {engine}; invariants {', '.join(checked)}")
-    progress = Progress(progress_level(quiet, verbose), engine=engine)
-    if engine != "bfs" and (checkpoint or resume or max_memory):
-        fail("--checkpoint, --resume and --max-memory apply to --engine bfs only")
-    if (checkpoint or resume) and variants.file_of(cfg.mode):
-        fail("--checkpoint and --resume do not combine with --mode-file (a checkpoint records the mode's name, "
-             "not what the file says, so it could not tell an edited file)")
-    snapshot = resume_from(resume) if resume is not None else None
-    if checkpoint is not None:
-        prepare_checkpoint(checkpoint, force, resuming=resume is not None and resume.resolve() == checkpoint.resolve())
-    if engine == "spark":
-        if symmetry or workers:
-            fail("--symmetry and --workers apply to --engine bfs only")
-        result = run_spark(model, max_depth=max_depth, all_invariants=all_invariants, only=checked,
-                           progress=progress, master=master, partitions=partitions, fail=fail)
+    refuse_quiet_with_verbose(quiet, verbose)
+    if liveness:
+        refuse_what_liveness_does_not_take()
+    request = CheckRequest(build_config(knobs, only, fail), engine=LIVENESS if liveness else engine,
+                           invariants=tuple(only), max_depth=max_depth, all_invariants=all_invariants, depth=depth,
+                           symmetry=symmetry, workers=workers, checkpoint=checkpoint, resume=resume,
+                           replace_checkpoint=force, max_memory_gb=max_memory, master=master, partitions=partitions,
+                           fair=tuple(fair), max_nodes=max_nodes)
+    say = Say(out, force, quiet, verbose)
+    try:
+        checked = check(request, say)
+    except CheckError as e:
+        say.done()
+        fail(str(e))
+    say.done()
+    if request.engine == LIVENESS:
+        render_liveness(checked, out, quiet)
+    elif request.engine == "z3":
+        render_z3(checked, out, quiet, say.solved)
     else:
-        limit = max_memory * 1024 if max_memory is not None else default_memory_limit_mb()
-        try:
-            result = bfs(model, max_depth=max_depth, all_invariants=all_invariants, progress=progress,
-                         only=checked, symmetry=symmetry, workers=workers or default_workers(),
-                         checkpoint=None if checkpoint is None else str(checkpoint), resume=snapshot,
-                         max_rss_mb=limit)
-        except CheckpointError as e:
-            fail(f"{resume}: {e}")
-    progress.done()
+        render_search(checked, out, quiet)
+
+
+def refuse_what_liveness_does_not_take() -> None:
+    """With --liveness, any option outside LIVENESS_TAKES the user gave is refused in one line."""
+    ctx = click.get_current_context()
+    refused = [p.opts[0] for p in ctx.command.params if p.name not in LIVENESS_TAKES and given(ctx, p.name)]
+    if refused:
+        fail(f"{', '.join(refused)} {'does' if len(refused) == 1 else 'do'} not apply to --liveness "
+             "(it explores the whole state graph of the design model)")
+
+
+class Say(CheckObserver):
+    """What verify prints while the check runs: the settings once the request is valid (after
+    refusing an --out it could not write), the progress line, Spark's start, z3's depths, the
+    size of the state graph."""
+
+    def __init__(self, out, force: bool, quiet: bool, verbose: bool):
+        self.out, self.force, self.quiet, self.verbose = out, force, quiet, verbose
+        self.bar = None
+        self.solved = []            # z3: the depths solved, for an interrupted run's line
+
+    def started(self, checked: CheckResult) -> None:
+        if self.out is not None:
+            check_writable(self.out, self.force)
+        r, cfg = checked.request, checked.model.cfg
+        if r.engine == LIVENESS:
+            click.echo(f"hwcheck verify --liveness: {settings_line(cfg)}")
+            click.echo(f"weakly fair: {', '.join(checked.fair)} (any other step may never happen; stuttering allowed)")
+            return
+        click.echo(f"hwcheck verify: {settings_line(cfg)}")
+        if r.engine == "z3":
+            click.echo(f"engine z3 (bounded model checking to depth {r.depth}); invariants "
+                       f"{', '.join(checked.invariants)}")
+            return
+        click.echo(f"engine {r.engine}; invariants {', '.join(checked.invariants)}")
+        self.bar = Progress(progress_level(self.quiet, self.verbose), engine=r.engine)
+
+    def progress(self, report: dict) -> None:
+        if self.bar is not None:
+            self.bar(report)
+
+    def spark_started(self, sc, partitions: int) -> None:
+        n = partitions
+        click.echo(f"spark {sc.version}: master {sc.master}, {n} partition{'s' if n != 1 else ''}, "
+                   f"default parallelism {sc.defaultParallelism}; Spark's log: {sc.hwcheck_log}")
+
+    def depth_solved(self, k: int, seconds: float, answer: str) -> None:
+        self.solved.append(k)
+        what = "violation found" if answer == "sat" else "no violation"
+        click.echo(f"  depth {k}: {what} ({seconds:.2f} s)")
+
+    def graph_built(self, graph) -> None:
+        click.echo(f"state graph: {counts(graph)}")
+
+    def done(self) -> None:
+        if self.bar is not None:
+            self.bar.done()
+
+
+def render_search(checked: CheckResult, out, quiet: bool):
+    """bfs and spark: the verdict, the traces written, the figures; the exit code."""
+    model, result, r = checked.model, checked.result, checked.request
     # --all-invariants cut by Ctrl-C after some violations: their traces are kept, the run is interrupted
     cut = result.verdict == VIOLATED and result.reason == "interrupted"
-    jsonout.note(settings=jsonout.settings(model), engine=engine, invariants=checked, max_depth=max_depth,
-                 verdict=INTERRUPTED if cut else result.verdict, complete=result.complete,
+    jsonout.note(settings=jsonout.settings(model), engine=r.engine, invariants=checked.invariants,
+                 max_depth=r.max_depth, verdict=INTERRUPTED if cut else result.verdict, complete=result.complete,
                  figures=jsonout.figures(result), violations=[])
     if result.verdict == INTERRUPTED:
-        saved = f"; resume with --resume {checkpoint}" if checkpoint is not None else ""
+        saved = f"; resume with --resume {r.checkpoint}" if r.checkpoint is not None else ""
         if result.reason.startswith("memory limit"):
             per_state = result.peak_rss_mb * 2 ** 20 / max(result.distinct_states, 1)
             fail(f"stopped at the {result.reason}: covered {result.distinct_states:,} distinct states to depth "
@@ -120,15 +180,15 @@ def verify(engine, depth, master, partitions, max_depth, all_invariants, only, o
         raise click.exceptions.Exit(EXIT_INTERRUPTED)
     if result.verdict != VIOLATED:
         scope = "every reachable state" if result.complete else f"every state within depth {result.depth}"
-        click.echo(f"verdict: holds: all {len(checked)} invariants hold in {scope}")
+        click.echo(f"verdict: holds: all {len(checked.invariants)} invariants hold in {scope}")
         click.echo(f"figures: {figures_line(result)}")
         raise click.exceptions.Exit(EXIT_HOLDS)
     for i, trace in enumerate(result.violations):
         click.echo(f"verdict: violated: {trace.invariant} after {trace.steps} steps (a shortest trace)")
         if not quiet:
             click.echo(trace_table(model, trace, [trace.invariant]))
-        path = out if (out is not None and i == 0) else free_default_path(cfg, trace.invariant)
-        written = write_trace(path, variants.stamp(to_itf(model, trace, result.engine)))
+        path = out if (out is not None and i == 0) else free_default_path(model.cfg, trace.invariant)
+        written = write_trace(path, variants.stamp(to_itf(model, trace, result.engine), model.cfg))
         jsonout.note(violation={"invariant": trace.invariant, "steps": trace.steps,
                                 "trace": str(path) if written else None})
     click.echo(f"figures: {figures_line(result)}")
@@ -140,26 +200,56 @@ def verify(engine, depth, master, partitions, max_depth, all_invariants, only, o
     raise click.exceptions.Exit(EXIT_VIOLATION)
 
 
-def default_memory_limit_mb() -> float:
-    """80% of the machine's memory, in MB."""
-    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2 ** 20 * 0.8
+def render_z3(checked: CheckResult, out, quiet: bool, solved):
+    """``--engine z3``: no violation up to the depth, or a shortest trace; exit like bfs."""
+    model, result, depth = checked.model, checked.result, checked.request.depth
+    jsonout.note(settings=jsonout.settings(model), engine="z3", invariants=checked.invariants, max_depth=depth,
+                 verdict=result.verdict, complete=False, figures=jsonout.figures(result), violations=[])
+    if result.verdict == INTERRUPTED:
+        proven = (f"no violation up to depth {solved[-1]} (depths 0-{solved[-1]} solved)" if solved
+                  else "no depth solved yet")
+        click.echo(f"interrupted: {proven}; depth {len(solved)} of {depth} was under way after "
+                   f"{result.elapsed:.1f} s")
+        raise click.exceptions.Exit(EXIT_INTERRUPTED)
+    if result.verdict != VIOLATED:
+        click.echo(f"verdict: holds: no violation up to depth {depth} ({result.elapsed:.1f} s)")
+        raise click.exceptions.Exit(EXIT_HOLDS)
+    trace = result.violations[0]
+    click.echo(f"verdict: violated: {trace.invariant} after {trace.steps} steps (a shortest trace)")
+    if not quiet:
+        click.echo(trace_table(model, trace, [trace.invariant]))
+    path = out if out is not None else free_default_path(model.cfg, trace.invariant)
+    written = write_trace(path, variants.stamp(to_itf(model, trace, engine="z3"), model.cfg))
+    jsonout.note(violation={"invariant": trace.invariant, "steps": trace.steps, "trace": str(path) if written else None})
+    click.echo(f"figures: z3 BMC, {result.depth + 1} depths solved in {result.elapsed:.1f} s")
+    raise click.exceptions.Exit(EXIT_VIOLATION)
 
 
-def resume_from(folder: Path) -> dict:
-    try:
-        return load_checkpoint(str(folder))
-    except CheckpointError as e:
-        fail(str(e))
-
-
-def prepare_checkpoint(folder: Path, force: bool, resuming: bool) -> None:
-    """The checkpoint folder exists (created if need be) and holds no other run's checkpoint,
-    unless we resume from it or --force says it may be replaced."""
-    if folder.exists() and not folder.is_dir():
-        fail(f"{folder} is not a folder")
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        fail(f"cannot create {folder}: {e.strerror}")
-    if (folder / CHECKPOINT_FILE).exists() and not (resuming or force):
-        fail(f"{folder} already holds a checkpoint; resume it with --resume {folder}, or use --force to replace it")
+def render_liveness(checked: CheckResult, out, quiet: bool):
+    """``--liveness``: per property holds, or the lasso that breaks it (written as ITF); exit 1 if any broke."""
+    if checked.interrupted:
+        interrupted(checked.interrupted)
+    model, g, fair = checked.model, checked.graph, checked.fair
+    broken = 0
+    for name, lasso in checked.properties:
+        if lasso is None:
+            click.echo(f"  {name}: holds")
+            continue
+        broken += 1
+        closing = "stuttering" if lasso.closing is None else model.format_label(lasso.closing)
+        click.echo(f"  {name}: violated: a lasso of {lasso.prefix} steps, then a cycle of {lasso.cycle} "
+                   f"state(s) closed by {closing}")
+        if not quiet:
+            click.echo(trace_table(model, lasso.trace, [f"{name} (loops back to step {lasso.loop})"]))
+        path = out if (out is not None and broken == 1) else free_default_path(model.cfg, name)
+        if write_after_run(path, json.dumps(lasso_to_itf(model, lasso, fair), indent=1) + "\n", "the lasso"):
+            click.echo(f"  trace: {path} (replay with: hwcheck replay {path})")
+        else:
+            click.echo(f"  trace: not written ({path} refused it)")
+    bad_states = sum(1 for _, d in g.nodes(data=True) if d["violated"])
+    if bad_states:
+        click.echo(f"safety: {bad_states:,} states break an invariant (hwcheck verify without --liveness for a trace)")
+    verdict = "violated" if broken else "holds"
+    click.echo(f"verdict: {verdict}: {len(checked.properties) - broken} of {len(checked.properties)} liveness "
+               "properties hold")
+    raise click.exceptions.Exit(EXIT_VIOLATION if broken else EXIT_HOLDS)

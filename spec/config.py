@@ -9,15 +9,36 @@ trace names exactly the settings it was found under.
 Traceback (most recent call last):
 ...
 hwcheck.spec.config.ConfigError: min_isr=3 exceeds replicas=2
+
+The mode is given by name (or ``epoch``, the newest) or as a :class:`~hwcheck.spec.modes.Mode`
+(a variant, docs/variants.md), and resolved here, once: ``cfg.mode`` is then the mode's name (a
+:class:`ModeName`, which is a str) and ``cfg.mode_definition`` the Mode the model runs. Nothing is
+registered anywhere: the Mode travels with the Config (into ``dataclasses.replace``, a pickle,
+a forked worker), while ``as_dict`` (ITF ``#meta``, checkpoints, ``--json``) records its name.
+
+>>> from hwcheck.spec.modes import MODES as LADDER_MODES
+>>> what_if = LADDER_MODES["kip380"].variant("what-if", expand_waits_for_epoch_start=False)
+>>> cfg = Config(mode=what_if, records=1)
+>>> cfg.mode, cfg.as_dict()["mode"], cfg.mode_definition is what_if
+('what-if', 'what-if', True)
+>>> from dataclasses import replace
+>>> replace(cfg, records=2).mode_definition is what_if, replace(cfg, mode="hw").mode_definition.name
+(True, 'hw')
+>>> Config(mode="what-if")
+Traceback (most recent call last):
+...
+hwcheck.spec.config.ConfigError: unknown mode 'what-if'; choose one of hw, kip101, kip279, kip320, kip380, kafka10706, kafka10554, kafka13141, kip903, kafka15583, kip966, kafka19522 (or epoch, the newest)
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
+from typing import Optional, Union
 
-from .modes import ALIASES as MODE_ALIASES, MODES as _MODES
+from .modes import ALIASES as MODE_ALIASES, LADDER, MODES as _MODES, Mode
 
-MODES = tuple(_MODES)      # the ladder's names (a registered variant is accepted too)
+MODES = tuple(_MODES)      # the ladder's names
+_LADDER = {m.name: m for m in LADDER}
 ACKS = ("all", "1")
 RESPONSE_HW = ("after", "before")
 MAX_REPLICAS = 5
@@ -29,7 +50,81 @@ MAX_COUNT = 10_000
 
 
 class ConfigError(ValueError):
-    """A knob is out of range or knobs contradict each other (one line, for the user)."""
+    """A knob is out of range or knobs contradict each other (one line, for the user).
+    ``setting`` names the knob at fault where one is (``"mode"``: a mode that cannot be resolved)."""
+
+    def __init__(self, message: str, setting: Optional[str] = None):
+        super().__init__(message)
+        self.setting = setting
+
+
+class ModeName(str):
+    """A Config's ``mode``: the mode's name, a str as every settings line, trace, file name and
+    message uses it, that carries the Mode it names (``definition``), resolved once.
+
+    Two ModeNames are equal when their names and their Modes are; a ModeName equals a plain str
+    of its name. A mode of the ladder pickles by name, any other Mode by value (a mode file's
+    functions: checker/variants.py)."""
+
+    definition: Mode
+
+    def __new__(cls, definition: Mode) -> "ModeName":
+        name = super().__new__(cls, definition.name)
+        name.definition = definition
+        return name
+
+    def __eq__(self, other):
+        if isinstance(other, ModeName):
+            return str.__eq__(self, other) and self.definition == other.definition
+        return str.__eq__(self, other)
+
+    def __ne__(self, other):
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
+
+    __hash__ = str.__hash__
+
+    def __reduce__(self):
+        if _LADDER.get(str(self)) is self.definition:
+            return _ladder_mode, (str(self),)
+        return ModeName, (self.definition,)
+
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+
+def _ladder_mode(name: str) -> ModeName:
+    return ModeName(_LADDER[name])
+
+
+def resolve_mode(mode: Union[str, Mode]) -> ModeName:
+    """The one check of a mode: a name of spec/modes.py (or ``epoch``), or a Mode (a variant,
+    whose name must not be a built-in mode's unless it is that mode); ConfigError (``setting``
+    "mode") otherwise.
+
+    >>> resolve_mode("epoch"), resolve_mode("epoch").definition.kafka
+    ('kafka19522', '4.1+ (KRaft)')
+    """
+    if isinstance(mode, ModeName):
+        return mode
+    if isinstance(mode, Mode):
+        if not isinstance(mode.name, str) or not mode.name:
+            raise ConfigError(f"a mode's name must be text, got {mode.name!r}", setting="mode")
+        taken = _MODES.get(mode.name)
+        if mode.name in MODE_ALIASES or (taken is not None and taken != mode):
+            raise ConfigError(f"mode name {mode.name!r} is taken by a built-in mode; give the variant a name "
+                              "of its own", setting="mode")
+        return ModeName(mode)
+    if not isinstance(mode, str):
+        raise ConfigError(f"mode must be a name, got {mode!r}", setting="mode")
+    name = MODE_ALIASES.get(mode, mode)
+    if name not in _MODES:
+        raise ConfigError(f"unknown mode {mode!r}; choose one of {', '.join(_MODES)} (or epoch, the newest)",
+                          setting="mode")
+    return ModeName(_MODES[name])
 
 
 def config_from_mapping(cls, data: dict):
@@ -60,7 +155,7 @@ def check_counts(cfg, names) -> None:
 
 @dataclass(frozen=True)
 class Config:
-    mode: str = "epoch"        # the alias of the newest mode
+    mode: Union[str, Mode] = "epoch"     # a name (epoch: the newest) or a Mode; resolved to a ModeName
     replicas: int = 2
     records: int = 2
     crashes: int = 2
@@ -74,12 +169,8 @@ class Config:
     follower_reads: bool = False
 
     def __post_init__(self) -> None:
-        if not isinstance(self.mode, str):
-            raise ConfigError(f"mode must be a name, got {self.mode!r}")
-        mode = MODE_ALIASES.get(self.mode, self.mode)
+        mode = resolve_mode(self.mode)
         object.__setattr__(self, "mode", mode)
-        if mode not in _MODES:
-            raise ConfigError(f"unknown mode {self.mode!r}; choose one of {', '.join(_MODES)} (or epoch, the newest)")
         check_counts(self, ("replicas", "records", "crashes", "power_failures", "disk_losses", "max_epoch", "min_isr"))
         if not 1 <= self.replicas <= MAX_REPLICAS:
             raise ConfigError(f"replicas={self.replicas} is out of range 1..{MAX_REPLICAS}")
@@ -100,12 +191,18 @@ class Config:
         for knob in ("unclean_election", "follower_reads"):
             if not isinstance(getattr(self, knob), bool):
                 raise ConfigError(f"{knob} must be true or false, got {getattr(self, knob)!r}")
-        if self.follower_reads and not _MODES[mode].follower_reads:
-            raise ConfigError(f"follower_reads: mode {mode} ({_MODES[mode].kafka}) predates reads from "
+        if self.follower_reads and not mode.definition.follower_reads:
+            raise ConfigError(f"follower_reads: mode {mode} ({mode.definition.kafka}) predates reads from "
                               "followers (KIP-392, 2.4)")
 
+    @property
+    def mode_definition(self) -> Mode:
+        """The Mode the run follows: the one ``mode`` names, or the variant it was given as."""
+        return self.mode.definition
+
     def as_dict(self) -> dict:
-        return asdict(self)
+        """The knobs as plain data, the mode by its name."""
+        return {**asdict(self), "mode": str(self.mode)}
 
     @classmethod
     def from_dict(cls, data: dict) -> "Config":

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from .modes import MODES
 from .state import LEADER, NONE, UNDEFINED, State
 
 
@@ -82,6 +81,10 @@ def leader_unfenced(s: State) -> bool:
 ELR_ONLY = (("LeaderUnfenced", leader_unfenced),)
 
 
+# every invariant name a design-model run can check (the gate's ``expect``)
+INVARIANT_NAMES = tuple(name for name, _ in INVARIANTS + ELR_ONLY)
+
+
 def invariants_for(cfg) -> tuple:
     """The invariants of a run: ConsumerConsistency covers followers when they serve reads; the
     modes with Eligible Leader Replicas also check LeaderUnfenced (their elections may name a
@@ -90,6 +93,6 @@ def invariants_for(cfg) -> tuple:
     if getattr(cfg, "follower_reads", False):
         invariants = tuple((name, consumer_consistency_with_follower_reads if name == "ConsumerConsistency" else pred)
                            for name, pred in invariants)
-    if MODES[cfg.mode].elr:
+    if cfg.mode_definition.elr:
         invariants += ELR_ONLY
     return invariants

@@ -19,7 +19,7 @@ from .config import Config, ConfigError
 from . import render, renaming
 from .invariants import invariants_for
 from .liveness import FAIR_ACTIONS, LIVENESS
-from .modes import MODES, Mode
+from .modes import Mode
 from .state import (EPOCH_REQUEST, FETCH, FETCH_RESPONSE, MESSAGE_NAMES, ROLE_NAMES, UNDEFINED, Message, State,
                     members, replica_name)
 
@@ -52,7 +52,7 @@ class Model:
 
     def __init__(self, cfg: Config, history_variables: bool = False):
         self.cfg = cfg
-        mode: Mode = MODES[cfg.mode]
+        mode: Mode = cfg.mode_definition
         self.rules = Rules(cfg, mode, cfg.replicas, history_variables)
         n = cfg.replicas
         replaced = dict(mode.actions)

@@ -13,7 +13,7 @@ from hwcheck.checker.result import Trace
 from hwcheck.checker.trace import to_itf
 from hwcheck.cli.jsonout import SCHEMA
 from hwcheck.spec import Config, Model
-from hwcheck.spec.modes import MODES, register
+from hwcheck.spec.modes import MODES
 
 from .conftest import ROOT, one_line_error, run_cli, run_labels
 
@@ -61,10 +61,9 @@ def doc(proc, code):
 
 @pytest.fixture(scope="module")
 def same_as_example():
-    """The example's mode built here, independently of the file loader, under a name of its own."""
-    mode = register(MODES["kip380"].variant("test-expand-at-hw", expand_waits_for_epoch_start=False))
-    yield mode.name
-    del MODES[mode.name]
+    """The example's mode built here, independently of the file loader, under a name of its own
+    (a Config takes the Mode itself: nothing is registered)."""
+    return MODES["kip380"].variant("test-expand-at-hw", expand_waits_for_epoch_start=False)
 
 
 # ---------------------------------------------------------------- the example

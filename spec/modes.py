@@ -296,14 +296,3 @@ NEWEST = LADDER[-1].name
 # `epoch` always names the newest mode
 ALIASES: Dict[str, str] = {"epoch": NEWEST}
 
-
-def register(mode: Mode) -> Mode:
-    """Make a variant known by its name (``hwcheck verify --mode-file`` does this), so that a
-    Config can name it. A name already taken by another mode is refused."""
-    if not isinstance(mode, Mode):
-        raise TypeError("a mode must be a hwcheck.spec.modes.Mode (make one with MODES[...].variant(...))")
-    taken = MODES.get(mode.name)
-    if (taken is not None and taken != mode) or mode.name in ALIASES:
-        raise ValueError(f"mode name {mode.name!r} is taken")
-    MODES[mode.name] = mode
-    return mode

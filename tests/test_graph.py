@@ -200,24 +200,21 @@ def test_kip380_follower_livelock_is_kafka_10706_and_the_trim_at_the_leo_ends_it
     writing, forever (docs/results.md "KAFKA-10706"). With the 2.6.1/2.7.0 fix, Log.truncateTo
     trimming the epoch cache at the LEO (the rule trim_cache_at_leo, off in every mode of the
     ladder), the same schedule leaves the exchange: the cycle cannot be taken again."""
-    from hwcheck.spec.modes import MODES, register
+    from hwcheck.spec.modes import MODES
     doc = load_itf((CX / "kip380-liveness-kafka-10706.itf.json").read_text())
     done, why = replay_lasso(doc)
     assert why is None and done.model.cfg.mode == "kip380" and done.trace.invariant == "FollowerHwCatchesUp"
     assert not any(follower_hw_caught_up(s) for s in done.trace.states[done.loop:])
     assert not MODES["kip380"].trim_cache_at_leo
-    register(MODES["kip380"].variant(name="kip380-trim", trim_cache_at_leo=True))
-    try:
-        fixed = Model(Config(**dict(doc["#meta"]["hwcheck"]["config"], mode="kip380-trim")))
-        schedule = list(done.trace.labels) + [done.closing]    # the cycle once, then the step closing it
-        states = [fixed.init_states()[0]]
-        for label in schedule:
-            nxt = fixed.step(states[-1], label)
-            if nxt is None:
-                break
-            states.append(nxt)
-    finally:
-        MODES.pop("kip380-trim", None)
+    trimmed = MODES["kip380"].variant(name="kip380-trim", trim_cache_at_leo=True)
+    fixed = Model(Config(**dict(doc["#meta"]["hwcheck"]["config"], mode=trimmed)))
+    schedule = list(done.trace.labels) + [done.closing]    # the cycle once, then the step closing it
+    states = [fixed.init_states()[0]]
+    for label in schedule:
+        nxt = fixed.step(states[-1], label)
+        if nxt is None:
+            break
+        states.append(nxt)
     # under kip380 the closing step returns to where the cycle starts
     assert done.model.step(done.trace.states[-1], done.closing) == done.trace.states[done.loop]
     # with the trim the same steps run, but the closing step ends the exchange: r0 fetches again

@@ -17,7 +17,7 @@ from hwcheck.spec import Config, ConfigError, Model
 from hwcheck.spec.auxiliary import AUXILIARY
 from hwcheck.spec.log import (assign_0_11, assign_2_1, end_offset_for_0_11, end_offset_for_2_0, end_offset_for_2_1,
                               truncate)
-from hwcheck.spec.modes import LADDER, MODES, follower_truncation, register
+from hwcheck.spec.modes import LADDER, MODES, follower_truncation
 from hwcheck.spec.state import LEADER, UNDEFINED, Replica
 
 from .conftest import exact_reachable, run_cli, run_labels
@@ -80,16 +80,10 @@ def assert_agrees(enc, model, s, bounds=False):
 
 @pytest.fixture
 def variant():
-    """Register mode variants for one test (``variant(base, name, **rules)``), unregistered after it."""
-    made = []
-
+    """Mode variants for one test (``variant(base, name, **rules)``): a Config takes the Mode itself."""
     def make(base, name, **rules):
-        register(MODES[base].variant(name=name, **rules))
-        made.append(name)
-        return name
-    yield make
-    for name in made:
-        MODES.pop(name, None)
+        return MODES[base].variant(name=name, **rules)
+    return make
 
 
 @pytest.mark.parametrize("mode", list(AGREEMENT_RUNS))
@@ -269,11 +263,11 @@ def test_modes_the_encoding_cannot_express_are_refused_in_one_line(variant):
         variant("kip320", "z3-own-assign", assign=lambda cache, epoch, start: cache): "assign",
         variant("kip279", "z3-own-end-offset", end_offset_for=lambda cache, leo, epoch: (-1, -1)): "end_offset_for",
     }
-    for name, what in refused.items():
+    for mode, what in refused.items():
         with pytest.raises(ConfigError) as e:
-            bmc(Model(Config(mode=name)), 1)
+            bmc(Model(Config(mode=mode)), 1)
         message = str(e.value)
-        assert "\n" not in message and name in message and what in message and "bfs" in message, message
+        assert "\n" not in message and mode.name in message and what in message and "bfs" in message, message
     for knobs in (dict(disk_losses=1), dict(follower_reads=True)):
         for mode in ("kip380", "epoch"):
             with pytest.raises(ConfigError, match="does not encode") as e:

@@ -65,7 +65,7 @@ class Unrolling:
             s = self.states[k]
             effects = []
             for i in range(len(self.enc.instances)):
-                _CTRL_C.poll()
+                CTRL_C.poll()
                 effects.append(self.enc.action(i, s))
             self._effects[k] = effects
         return self._effects[k]
@@ -113,7 +113,7 @@ class _CtrlC:
     """Ctrl-C while a z3 search runs. A KeyboardInterrupt raised inside z3's Python API can be
     swallowed by a ``__del__`` ("Exception ignored in ...": the search goes on) or wrapped by
     ctypes, and z3's own SIGINT handler can consume a Ctrl-C that lands as a query ends. So, inside
-    ``with _CTRL_C``: z3's handler is off, SIGINT only sets ``hit`` (polled between queries and
+    ``with CTRL_C``: z3's handler is off, SIGINT only sets ``hit`` (polled between queries and
     while the unrolling is built), and a thread woken by the signal (``signal.set_wakeup_fd``)
     interrupts the query under way, which then answers unknown."""
 
@@ -162,23 +162,23 @@ class _CtrlC:
         return False
 
 
-_CTRL_C = _CtrlC()
+CTRL_C = _CtrlC()
 
 
-def _is_ctrl_c(e: BaseException) -> bool:
+def is_ctrl_c(e: BaseException) -> bool:
     """Ctrl-C, however it surfaces: z3's unknown answer, a KeyboardInterrupt, one raised while
     ctypes converted an argument for z3's C API (it arrives as ctypes.ArgumentError), or any z3
     error after a Ctrl-C (an interrupted call other than a query fails with 'canceled')."""
     return (isinstance(e, (KeyboardInterrupt, Interrupted))
             or (isinstance(e, ctypes.ArgumentError) and "KeyboardInterrupt" in str(e))
-            or (_CTRL_C.hit and isinstance(e, (z3.Z3Exception, EncodingError))))
+            or (CTRL_C.hit and isinstance(e, (z3.Z3Exception, EncodingError))))
 
 
-def _check(solver, *extra) -> z3.CheckSatResult:
+def check_sat(solver, *extra) -> z3.CheckSatResult:
     solver.add(*extra)
-    _CTRL_C.poll()
+    CTRL_C.poll()
     r = solver.check()
-    _CTRL_C.poll()
+    CTRL_C.poll()
     if r == z3.unknown:
         why = solver.reason_unknown()
         if "interrupted" in why or "canceled" in why:
@@ -207,7 +207,7 @@ def _replay(model, enc: Encoding, unrolling: Unrolling, zmodel, upto: int, name:
 TACTIC = ("simplify", "propagate-values", "solve-eqs", "elim-uncnstr", "simplify", "bit-blast", "sat")
 
 
-def _solver(bitvectors: bool):
+def new_solver(bitvectors: bool):
     return z3.Then(*TACTIC).solver() if bitvectors else z3.Solver()
 
 
@@ -224,10 +224,10 @@ def bmc(model, depth: int, *, only: Optional[Sequence[str]] = None,
     names = [name for name, _ in model.invariants if only is None or name in only]
     under_way = [0]             # the depth being solved; those below it hold
     try:
-        with _CTRL_C:
+        with CTRL_C:
             return _bmc(model, depth, names, progress, check_bounds, bitvectors, start, under_way)
     except (KeyboardInterrupt, Interrupted, ctypes.ArgumentError, z3.Z3Exception, EncodingError) as e:
-        if not _is_ctrl_c(e):
+        if not is_ctrl_c(e):
             raise
         k = under_way[0]
         return Result("z3", INTERRUPTED, 0, 0, max(k - 1, 0), time.monotonic() - start, peak_rss_mb(), [],
@@ -246,9 +246,9 @@ def _bmc(model, depth, names, progress, check_bounds, bitvectors, start, under_w
         good = un.property(k, names)
         if check_bounds and k < depth:
             good = Z3.And(good, un.bounds_ok(k))
-        solver = _solver(bitvectors)
+        solver = new_solver(bitvectors)
         solver.add(*constraints)
-        answer = _check(solver, Z3.Not(good)) if not isinstance(good, bool) else (z3.unsat if good else z3.sat)
+        answer = check_sat(solver, Z3.Not(good)) if not isinstance(good, bool) else (z3.unsat if good else z3.sat)
         if progress is not None:
             progress(k, time.monotonic() - t0, str(answer))
         if answer == z3.sat:
@@ -287,10 +287,10 @@ def prove(model, names: Sequence[str], k: int = 1, *, aux: Sequence = (), simple
     conj = list(names) + [name for name, _ in aux] + [BOUNDS]
     proof = Proof(HOLDS, k, conj)
     try:
-        with _CTRL_C:
+        with CTRL_C:
             return _prove(model, proof, k, aux, simple_path, bitvectors, progress)
     except (KeyboardInterrupt, Interrupted, ctypes.ArgumentError, z3.Z3Exception, EncodingError) as e:
-        if not _is_ctrl_c(e):
+        if not is_ctrl_c(e):
             raise
         proof.verdict, proof.broken, proof.trace, proof.cti = INTERRUPTED, [], None, []
         return proof
@@ -307,9 +307,9 @@ def _prove(model, proof: Proof, k: int, aux, simple_path: bool, bitvectors: bool
         proof.interrupted_in = f"base case at depth {j}"
         if j > 0:
             constraints += un.step()
-        solver = _solver(bitvectors)
+        solver = new_solver(bitvectors)
         solver.add(*constraints)
-        if _check(solver, Z3.Not(un.property(j, conj))) == z3.sat:
+        if check_sat(solver, Z3.Not(un.property(j, conj))) == z3.sat:
             zm = solver.model()
             final = enc.to_state(enc.values(zm, un.states[j]))
             preds = dict(model.invariants) | dict(aux)
@@ -326,7 +326,7 @@ def _prove(model, proof: Proof, k: int, aux, simple_path: bool, bitvectors: bool
     proof.interrupted_in = "inductive step"
     t0 = time.monotonic()
     un = Unrolling(enc, "i")
-    solver = _solver(bitvectors)
+    solver = new_solver(bitvectors)
     solver.add(enc.wf(un.new_state()))
     for j in range(k):
         solver.add(un.property(j, conj))
@@ -335,7 +335,7 @@ def _prove(model, proof: Proof, k: int, aux, simple_path: bool, bitvectors: bool
         for a in range(k + 1):
             for b in range(a + 1, k + 1):
                 solver.add(z3.Not(equal(Z3, un.states[a], un.states[b])))
-    answer = _check(solver, Z3.Not(un.property(k, conj)))
+    answer = check_sat(solver, Z3.Not(un.property(k, conj)))
     proof.step_seconds = time.monotonic() - t0
     if progress is not None:
         progress("step", proof.step_seconds, str(answer))

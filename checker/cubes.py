@@ -9,8 +9,9 @@ those atoms (a cube: each literal true in ``s``) is false in every reachable sta
 dropping what ``s``'s step broke (and blocks the steps that break only learned clauses too, up to
 a few levels: ``discover(..., learn=N, depth=3)``).
 
-The atoms are over the state's scalars, each guarded so that an unused slot reads ``VOID`` (a log
-entry beyond the LEO, a cache entry beyond its length, a message field of another kind):
+The atoms are over the state's scalars (spec/lemmas/atoms.py ``scalars``), each guarded so that an
+unused slot reads ``VOID`` (a log entry beyond the LEO, a cache entry beyond its length, a message
+field of another kind):
 
 - value atoms ``x = v`` for every value ``v`` the reachable states give ``x``;
 - order atoms ``x < y``, ``x > y`` and ``x = y`` for two offsets, or two epochs, of the same state.
@@ -39,110 +40,9 @@ from typing import Iterator, List, Sequence, Tuple
 import numpy as np
 import z3
 
-from .symbolic import EPOCH_REQUEST, EPOCH_RESPONSE, FETCH, FETCH_RESPONSE, LEADER, NO_MSG, latest_cached_epoch
+from hwcheck.spec.lemmas.atoms import EPOCH, OFFSET, REPLICA, scalars
 
-VOID = -9          # what a guarded scalar reads where its slot is unused
-
-OFFSET, EPOCH, VALUE, REPLICA = "offset", "epoch", "value", "replica"
 _REPLICA_NAME = re.compile(r"\br(\d+)\b")
-
-
-def scalars(enc, s) -> List[Tuple[str, object, str]]:
-    """(name, term, sort) for every scalar of the state, guarded (``VOID`` where unused)."""
-    o = enc.o
-    out: List[Tuple[str, object, str]] = []
-
-    def add(name, term, sort, guard=True):
-        if guard is not True:
-            if o.name == "z3" and isinstance(term, int) and not isinstance(term, bool):
-                term = o.num(term)
-            term = o.If(guard, term, VOID)
-        out.append((name, term, sort))
-
-    n = len(s.reps)
-    for r, rep in enumerate(s.reps):
-        p = f"r{r}"
-        add(f"{p} alive", rep.alive, VALUE)
-        add(f"{p} role", rep.role, VALUE)
-        add(f"{p} leader", rep.leader, REPLICA)
-        add(f"{p} truncating", rep.truncating, VALUE)
-        add(f"{p} epoch", rep.lepoch, EPOCH)
-        add(f"{p} leo", rep.leo, OFFSET)
-        add(f"{p} hw", rep.hw, OFFSET)
-        add(f"{p} clen", rep.clen, VALUE)
-        if s.ctl.elr:
-            add(f"{p} shut down cleanly", rep.clean, VALUE)
-        if rep.cache:
-            add(f"{p} latest cached epoch", latest_cached_epoch(o, rep), EPOCH)
-        for q in range(n):
-            add(f"r{q} in {p}'s ISR view", rep.isr[q], VALUE)
-            if q != r:
-                add(f"{p}'s remote LEO of r{q}", rep.remote[q], OFFSET, o.And(rep.alive, rep.role == LEADER))
-                if rep.rbe:
-                    add(f"{p}'s remote broker epoch of r{q}", rep.rbe[q], VALUE, o.And(rep.alive, rep.role == LEADER))
-        for j, (rec, ep) in enumerate(rep.log):
-            add(f"{p} record at {j}", rec, VALUE, j < rep.leo)
-            add(f"{p} epoch at {j}", ep, EPOCH, j < rep.leo)
-        for k, (ep, start) in enumerate(rep.cache):
-            add(f"{p} cache[{k}] epoch", ep, EPOCH, k < rep.clen)
-            add(f"{p} cache[{k}] start", start, OFFSET, k < rep.clen)
-    c = s.ctl
-    add("controller leader", c.leader, REPLICA)
-    add("controller epoch", c.epoch, EPOCH)
-    for q in range(n):
-        add(f"r{q} in the ISR", c.isr[q], VALUE)
-        add(f"r{q} live", c.live[q], VALUE)
-        for what, bits in (("broker epoch", c.bepochs), ("in the ELR", c.elr), ("last known leader", c.lke)):
-            if bits:
-                add(f"r{q} {what}", bits[q], VALUE)
-    for r, m in enumerate(s.msgs):
-        p = f"r{r}'s"
-        add(f"{p} message", m.kind, VALUE)
-        add(f"{p} message peer", m.peer, REPLICA, m.kind != NO_MSG)
-        fetch, resp = m.kind == FETCH, m.kind == FETCH_RESPONSE
-        add(f"{p} Fetch epoch", m.a, EPOCH, fetch)
-        add(f"{p} Fetch offset", m.b, OFFSET, fetch)
-        add(f"{p} Fetch last fetched epoch", m.c, EPOCH, fetch)
-        add(f"{p} Fetch broker epoch", m.d, VALUE, fetch)
-        add(f"{p} FetchResponse hw", m.a, OFFSET, resp)
-        add(f"{p} FetchResponse leader leo", m.b, OFFSET, resp)
-        add(f"{p} FetchResponse start", m.start, OFFSET, resp)
-        add(f"{p} FetchResponse diverging epoch", m.c, EPOCH, resp)
-        add(f"{p} FetchResponse diverging end", m.d, OFFSET, resp)
-        for j, (rec, ep) in enumerate(m.recs):
-            inside = enc.o.And(resp, m.start <= j, j < m.b)
-            add(f"{p} FetchResponse record at {j}", rec, VALUE, inside)
-            add(f"{p} FetchResponse epoch at {j}", ep, EPOCH, inside)
-        add(f"{p} epoch request epoch", m.a, EPOCH, m.kind == EPOCH_REQUEST)
-        add(f"{p} epoch request asks", m.b, EPOCH, m.kind == EPOCH_REQUEST)
-        add(f"{p} epoch answer epoch", m.a, EPOCH, m.kind == EPOCH_RESPONSE)
-        add(f"{p} epoch answer end", m.b, OFFSET, m.kind == EPOCH_RESPONSE)
-    for r, m in enumerate(s.stale):
-        p = f"r{r}'s stale"
-        held = m.kind != NO_MSG
-        add(f"{p} Fetch", m.kind, VALUE)
-        add(f"{p} Fetch peer", m.peer, REPLICA, held)
-        add(f"{p} Fetch epoch", m.a, EPOCH, held)
-        add(f"{p} Fetch offset", m.b, OFFSET, held)
-        add(f"{p} Fetch last fetched epoch", m.c, EPOCH, held)
-        add(f"{p} Fetch broker epoch", m.d, VALUE, held)
-    h = s.hist
-    add("produced", h.produced, VALUE)
-    add("exposed length", h.xlen, OFFSET)
-    for rec, off in enumerate(h.acked):
-        add(f"record {rec} acknowledged at", off, OFFSET)
-    for j, rec in enumerate(h.exposed):
-        add(f"exposed record at {j}", rec, VALUE, j < h.xlen)
-    # the history variables, when the model keeps them
-    for j, epoch in enumerate(h.xepoch):
-        add(f"exposed epoch at {j}", epoch, EPOCH, j < h.xlen)
-    for e, leader in enumerate(h.eleader):
-        add(f"epoch {e}'s leader", leader, REPLICA)
-    for r, (rec, epoch) in enumerate(h.sentry):
-        add(f"r{r}'s stale Fetch entry record", rec, VALUE, s.stale[r].kind != NO_MSG)
-        add(f"r{r}'s stale Fetch entry epoch", epoch, EPOCH, s.stale[r].kind != NO_MSG)
-    add("crashes", h.crashes, VALUE)
-    return out
 
 
 class Atoms:

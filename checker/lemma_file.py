@@ -29,9 +29,10 @@ from typing import List, Tuple
 
 from hwcheck.spec import Config, ConfigError
 from hwcheck.spec.config import config_from_mapping
+from hwcheck.spec.lemmas.atoms import scalars
 
 from .bmc import BOUNDS
-from .cubes import blocking_clause, cube_from_literals, scalars
+from .cubes import blocking_clause, cube_from_literals
 from .houdini import HOLDS, Clauses, Discovery, Lemma, candidates, lookahead
 from .symbolic import CONCRETE, Encoding
 

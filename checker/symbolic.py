@@ -881,7 +881,7 @@ class Encoding:
     def _count_crash(self, s: SState) -> SState:
         return s._replace(hist=s.hist._replace(crashes=s.hist.crashes + 1))
 
-    def _diverging(self, leader: SRep, m):
+    def diverging(self, leader: SRep, m):
         """actions._diverging: (out of range, diverging, epoch, end) for a Fetch ``m`` (with truncation
         on fetch the leader looks its last fetched epoch up with endOffsetFor)."""
         o = self.o
@@ -897,7 +897,7 @@ class Encoding:
         """actions._read_for_follower: (state, FetchResponse) for the Fetch ``m`` (SMsg or SStale)."""
         o, leader, mode = self.o, s.reps[l], self.mode
         offset = m.b
-        out_of_range, diverging, epoch, end = self._diverging(leader, m)
+        out_of_range, diverging, epoch, end = self.diverging(leader, m)
         refused = o.Or(out_of_range, o.And(offset > leader.leo, o.Not(diverging)))
         no_cd = (UNDEF, UNDEF) if self.tof else ()
         remote = tuple(offset if x == f else v for x, v in enumerate(leader.remote))

@@ -28,7 +28,7 @@ DOCUMENTED = ["hwcheck.spec.config", "hwcheck.spec.state", "hwcheck.spec.log", "
               "hwcheck.checker.families", "hwcheck.cli.progress", "hwcheck.cli.jsonout", "hwcheck.cli.html",
               "hwcheck.checker.fpset", "hwcheck.checker.symmetry", "hwcheck.checker.simulate",
               "hwcheck.checker.shrink", "hwcheck.checker.cubes", "hwcheck.checker.houdini",
-              "hwcheck.checker.lemma_file", "hwcheck.cluster.jars", "hwcheck.cluster.plan",
+              "hwcheck.checker.lemma_file", "hwcheck.spec.lemmas", "hwcheck.cluster.jars", "hwcheck.cluster.plan",
               "hwcheck.cluster.observe", "hwcheck.cluster.report"]
 
 

@@ -3,11 +3,12 @@ read back and checked by one z3 query."""
 
 import json
 
-from hwcheck.checker.cubes import blocking_clause, scalars
+from hwcheck.checker.cubes import blocking_clause
 from hwcheck.checker.houdini import HOLDS, NOT_INDUCTIVE, Lemma, check_lemmas, discover
 from hwcheck.checker.lemma_file import LemmaFileError, read_back, to_json
 from hwcheck.checker.symbolic import CONCRETE, Encoding
 from hwcheck.spec import Config, Model
+from hwcheck.spec.lemmas.atoms import scalars
 
 import pytest
 

@@ -199,7 +199,7 @@ def ite(o, c, a, b):
 
 def latest_cached_epoch(o, rep: SRep):
     """The latest epoch in ``rep``'s epoch cache (UNDEF when empty): LeaderEpochFileCache.latestEpoch."""
-    return o.If(rep.clen > 0, o.select(rep.cache, rep.clen - 1)[0], UNDEF)
+    return o.If(rep.clen > 0, o.select(rep.epoch_cache, rep.clen - 1)[0], UNDEF)
 
 
 def _same(a, b) -> bool:
@@ -228,19 +228,19 @@ def tmin(o, a, b):
 class SRep(NamedTuple):
     alive: object
     role: object
-    lepoch: object
+    leader_epoch: object
     leader: object
     isr: tuple          # n booleans (a leader's view)
     log: tuple          # L (record, epoch) slots
     leo: object
     hw: object
     flushed: object
-    cache: tuple        # C (epoch, start) slots
+    epoch_cache: tuple  # C (epoch, start) slots
     clen: object
     truncating: object  # FETCHING / TRUNCATING / TRUNCATING_AGAIN
-    remote: tuple       # n ints (meaningful on a leader only; 0 otherwise)
-    rbe: tuple = ()     # broker_epochs: n ints, a leader's remote broker epochs (0 on other roles)
-    clean: object = False   # elr: the clean-shutdown marker (KAFKA-15586)
+    remote_leo: tuple   # n ints (meaningful on a leader only; 0 otherwise)
+    remote_broker_epoch: tuple = ()   # broker_epochs: n ints, a leader's remote broker epochs (0 on other roles)
+    clean_shutdown: object = False    # elr: the clean-shutdown marker (KAFKA-15586)
 
 
 class SCtl(NamedTuple):
@@ -248,9 +248,9 @@ class SCtl(NamedTuple):
     epoch: object
     isr: tuple          # n booleans
     live: tuple         # n booleans: the brokers the controller believes up
-    bepochs: tuple = ()  # broker_epochs: n ints, each broker's epoch
+    broker_epochs: tuple = ()    # broker_epochs: n ints, each broker's epoch
     elr: tuple = ()     # elr: n booleans, Eligible Leader Replicas
-    lke: tuple = ()     # elr: n booleans, the last known ELR (last known leader)
+    last_known_elr: tuple = ()   # elr: n booleans, the last known ELR (last known leader)
 
 
 class SMsg(NamedTuple):
@@ -302,11 +302,11 @@ class SHist(NamedTuple):
     exposed: tuple
     xlen: object
     crashes: object
-    pfails: object
+    power_failures: object
     # the history variables of Model(cfg, history_variables=True):
-    xepoch: tuple = ()   # History.exposed_epoch: L slots, 0 at or past xlen
-    eleader: tuple = ()  # History.epoch_leader: one slot per epoch 0..max_epoch
-    sentry: tuple = ()   # History.stale_entry: one (record, epoch) per follower, (UNDEF, UNDEF) for none
+    exposed_epoch: tuple = ()   # History.exposed_epoch: L slots, 0 at or past xlen
+    epoch_leader: tuple = ()  # History.epoch_leader: one slot per epoch 0..max_epoch
+    stale_entry: tuple = ()   # History.stale_entry: one (record, epoch) per follower, (UNDEF, UNDEF) for none
 
 
 class SState(NamedTuple):
@@ -499,9 +499,9 @@ class Encoding:
         reps = []
         for r in v.reps:
             leads = r.role == LEADER
-            reps.append(Replica(int(r.alive), r.role, r.lepoch, r.leader, mask(r.isr), tuple(r.log[:r.leo]), r.hw,
-                                r.flushed, tuple(r.cache[:r.clen]), r.truncating, tuple(r.remote) if leads else (),
-                                tuple(r.rbe) if leads else (), int(r.clean)))
+            reps.append(Replica(int(r.alive), r.role, r.leader_epoch, r.leader, mask(r.isr), tuple(r.log[:r.leo]), r.hw,
+                                r.flushed, tuple(r.epoch_cache[:r.clen]), r.truncating, tuple(r.remote_leo) if leads else (),
+                                tuple(r.remote_broker_epoch) if leads else (), int(r.clean_shutdown)))
         inflight = []
         for m in v.msgs:
             if m.kind == NO_MSG:
@@ -518,11 +518,11 @@ class Encoding:
         stale = tuple(() if m.kind == NO_MSG else Fetch(FETCH, m.leader, m.current_leader_epoch, m.fetch_offset,
                                                         *extra(m)) for m in v.stale)
         h, c = v.hist, v.ctl
-        ctl = Controller(c.leader, c.epoch, mask(c.isr), mask(c.live), tuple(c.bepochs), mask(c.elr), mask(c.lke))
+        ctl = Controller(c.leader, c.epoch, mask(c.isr), mask(c.live), tuple(c.broker_epochs), mask(c.elr), mask(c.last_known_elr))
         return State(tuple(reps), ctl, tuple(inflight), stale,
-                     History(h.produced, tuple(h.acked), tuple(h.exposed[:h.xlen]), h.crashes, h.pfails,
-                             exposed_epoch=tuple(h.xepoch[:h.xlen]), epoch_leader=tuple(h.eleader),
-                             stale_entry=tuple(tuple(e) for e in h.sentry)))
+                     History(h.produced, tuple(h.acked), tuple(h.exposed[:h.xlen]), h.crashes, h.power_failures,
+                             exposed_epoch=tuple(h.exposed_epoch[:h.xlen]), epoch_leader=tuple(h.epoch_leader),
+                             stale_entry=tuple(tuple(e) for e in h.stale_entry)))
 
     def values(self, zmodel, s: SState) -> SState:
         """The concrete terms of a z3 model at the symbolic state ``s``."""
@@ -565,9 +565,9 @@ class Encoding:
         none = r.role == NONE
         cs = [rng(r.role, 0, 2), rng(r.leo, 0, L), rng(r.hw, 0, L), rng(r.flushed, 0, L), rng(r.clen, 0, C),
               rng(r.truncating, 0, 2),
-              o.If(none, o.And(r.lepoch == UNDEF, r.leader == UNDEF, r.truncating == FETCHING,
+              o.If(none, o.And(r.leader_epoch == UNDEF, r.leader == UNDEF, r.truncating == FETCHING,
                                *[o.Not(b) for b in r.isr]),
-                   o.And(rng(r.lepoch, 0, E), rng(r.leader, 0, n - 1)))]
+                   o.And(rng(r.leader_epoch, 0, E), rng(r.leader, 0, n - 1)))]
         if not self.tracks_flushed:
             cs.append(r.flushed == 0)
         if self.assign_rule is None:
@@ -576,21 +576,21 @@ class Encoding:
             cs.append(r.truncating == FETCHING)
         for j, e in enumerate(r.log):
             cs.append(o.If(j < r.leo, self._entry_ok(e), zero(e)))
-        for j, e in enumerate(r.cache):
+        for j, e in enumerate(r.epoch_cache):
             ok = o.And(rng(e[0], 0, E), rng(e[1], 0, L))
             if j > 0:
-                prev = r.cache[j - 1]
+                prev = r.epoch_cache[j - 1]
                 ok = o.And(ok, prev[0] < e[0], prev[1] < e[1])
             cs.append(o.If(j < r.clen, ok, zero(e)))
-        for x in r.remote:
+        for x in r.remote_leo:
             cs.append(o.If(r.role == LEADER, rng(x, UNDEF, L), x == 0))
-        for x in r.rbe:
+        for x in r.remote_broker_epoch:
             cs.append(o.If(r.role == LEADER, rng(x, UNDEF, self.max_broker_epoch), x == 0))
         return o.And(*cs)
 
     def _wf_ctl(self, c: SCtl):
         return self.o.And(self._rng(c.leader, UNDEF, self.n - 1), self._rng(c.epoch, 0, self.cfg.max_epoch),
-                          *[self._rng(x, 0, self.max_broker_epoch) for x in c.bepochs])
+                          *[self._rng(x, 0, self.max_broker_epoch) for x in c.broker_epochs])
 
     def _wf_msg(self, m: SMsg):
         o, n, L, E, rng, zero = self.o, self.n, self.L, self.cfg.max_epoch, self._rng, self._zero
@@ -632,11 +632,11 @@ class Encoding:
     def _wf_hist(self, h: SHist):
         o, L, cfg, rng = self.o, self.L, self.cfg, self._rng
         return o.And(rng(h.produced, 0, L), rng(h.xlen, 0, L), rng(h.crashes, 0, cfg.crashes),
-                     rng(h.pfails, 0, cfg.power_failures), *[rng(a, UNDEF, L - 1) for a in h.acked],
+                     rng(h.power_failures, 0, cfg.power_failures), *[rng(a, UNDEF, L - 1) for a in h.acked],
                      *[o.If(j < h.xlen, rng(x, 0, L - 1), x == 0) for j, x in enumerate(h.exposed)],
-                     *[o.If(j < h.xlen, rng(x, 0, cfg.max_epoch), x == 0) for j, x in enumerate(h.xepoch)],
-                     *[rng(x, UNDEF, self.n - 1) for x in h.eleader],
-                     *[o.And(rng(rec, UNDEF, L - 1), rng(ep, UNDEF, cfg.max_epoch)) for rec, ep in h.sentry])
+                     *[o.If(j < h.xlen, rng(x, 0, cfg.max_epoch), x == 0) for j, x in enumerate(h.exposed_epoch)],
+                     *[rng(x, UNDEF, self.n - 1) for x in h.epoch_leader],
+                     *[o.And(rng(rec, UNDEF, L - 1), rng(ep, UNDEF, cfg.max_epoch)) for rec, ep in h.stale_entry])
 
     def init(self, s: SState):
         return equal(self.o, s, self.of_state(self.model.init_states()[0]))
@@ -682,13 +682,13 @@ class Encoding:
         o = self.o
         beyond = offset >= rep.leo
         newlen = o.If(beyond, rep.leo, offset)
-        cache, clen = self.cache_filter(rep.cache, rep.clen, lambda e: e[1] < newlen)
+        cache, clen = self.cache_filter(rep.epoch_cache, rep.clen, lambda e: e[1] < newlen)
         if not trim_cache_at_leo:
-            cache, clen = ite(o, beyond, (rep.cache, rep.clen), (cache, clen))
+            cache, clen = ite(o, beyond, (rep.epoch_cache, rep.clen), (cache, clen))
         return rep._replace(log=self._prefix(rep.log, newlen), leo=newlen,
                             hw=o.If(beyond, rep.hw, tmin(o, rep.hw, offset)),
                             flushed=o.If(beyond, rep.flushed, tmin(o, rep.flushed, offset)),
-                            cache=cache, clen=clen)
+                            epoch_cache=cache, clen=clen)
 
     def assign(self, cache, clen, epoch, start):
         """The mode's LeaderEpochFileCache.assign."""
@@ -722,7 +722,7 @@ class Encoding:
     def epoch_start(self, rep: SRep, epoch):
         out = UNDEF
         for j in reversed(range(self.C)):
-            e = rep.cache[j]
+            e = rep.epoch_cache[j]
             out = self.o.If(self.o.And(j < rep.clen, e[0] == epoch), e[1], out)
         return out
 
@@ -771,7 +771,7 @@ class Encoding:
     def follower_truncation(self, rep: SRep, epoch, end):
         """modes.follower_truncation: (offset, done)."""
         o = self.o
-        own_epoch, own_end = self.end_offset_for(rep.cache, rep.clen, rep.leo, epoch)
+        own_epoch, own_end = self.end_offset_for(rep.epoch_cache, rep.clen, rep.leo, epoch)
         no_answer = o.If(rep.truncating == TRUNCATING_AGAIN, rep.leo, rep.hw)
         return ite(o, end == UNDEF, (no_answer, True),
                    ite(o, epoch == UNDEF, (tmin(o, end, rep.leo), True),
@@ -788,11 +788,11 @@ class Encoding:
             for i, e in enumerate(entries):
                 v = ite(o, o.And(i < k, rep.leo + i == j), e, v)
             log.append(v)
-        cache, clen = rep.cache, rep.clen
+        cache, clen = rep.epoch_cache, rep.clen
         if self.assign_rule is not None:
             for i, e in enumerate(entries):
                 cache, clen = ite(o, i < k, self.assign(cache, clen, e[1], rep.leo + i), (cache, clen))
-        return rep._replace(log=tuple(log), leo=rep.leo + k, cache=cache, clen=clen)
+        return rep._replace(log=tuple(log), leo=rep.leo + k, epoch_cache=cache, clen=clen)
 
     # ------------------------------------------------------------ actions (spec/actions.py)
     def advance_hw(self, s: SState, l: int) -> SState:
@@ -801,10 +801,10 @@ class Encoding:
         low = rep.leo
         for f in range(self.n):
             if f != l:
-                low = o.If(rep.isr[f], tmin(o, low, rep.remote[f]), low)
+                low = o.If(rep.isr[f], tmin(o, low, rep.remote_leo[f]), low)
         h = s.hist
         exposed = tuple(o.If(o.And(j >= h.xlen, j < low), rep.log[j][0], x) for j, x in enumerate(h.exposed))
-        xepoch = tuple(o.If(o.And(j >= h.xlen, j < low), rep.lepoch, x) for j, x in enumerate(h.xepoch))
+        xepoch = tuple(o.If(o.And(j >= h.xlen, j < low), rep.leader_epoch, x) for j, x in enumerate(h.exposed_epoch))
         xlen = o.If(low > h.xlen, low, h.xlen)
         acked = h.acked
         if cfg.acks == "all":
@@ -814,11 +814,11 @@ class Encoding:
                 at = UNDEF
                 for j in reversed(range(self.L)):
                     e = rep.log[j]
-                    at = o.If(o.And(rep.hw <= j, j < low, e[0] == rec, e[1] == rep.lepoch), j, at)
+                    at = o.If(o.And(rep.hw <= j, j < low, e[0] == rec, e[1] == rep.leader_epoch), j, at)
                 new.append(o.If(o.And(enough, old == UNDEF, at != UNDEF), at, old))
             acked = tuple(new)
         moved = self._set(s, l, rep._replace(hw=low))._replace(hist=h._replace(exposed=exposed, xlen=xlen,
-                                                                               acked=acked, xepoch=xepoch))
+                                                                               acked=acked, exposed_epoch=xepoch))
         stays = low <= rep.hw
         if self.mode.strict_min_isr:      # actions.advance_hw, KAFKA-15583
             stays = o.Or(o.Sum(rep.isr) < cfg.min_isr, stays)
@@ -826,12 +826,12 @@ class Encoding:
 
     def in_office(self, s: SState, r: int):
         rep = s.reps[r]
-        return self.o.And(rep.alive, rep.role == LEADER, s.ctl.leader == r, rep.lepoch == s.ctl.epoch)
+        return self.o.And(rep.alive, rep.role == LEADER, s.ctl.leader == r, rep.leader_epoch == s.ctl.epoch)
 
     def accepts(self, leader: SRep, request_epoch):
         o = self.o
         ok = o.And(leader.alive, leader.role == LEADER)
-        return o.And(ok, request_epoch == leader.lepoch) if self.mode.fenced else ok
+        return o.And(ok, request_epoch == leader.leader_epoch) if self.mode.fenced else ok
 
     def leader_alive(self, s: SState, rep: SRep):
         return self.o.select([x.alive for x in s.reps], rep.leader)
@@ -846,8 +846,8 @@ class Encoding:
         small = o.Sum(isr) < self.cfg.min_isr
         elr = tuple(o.And(small, o.Or(c.elr[x], c.isr[x]), o.Not(isr[x]), x != unclean) for x in range(n))
         empties = o.And(o.Not(o.Or(*isr)), o.Or(*c.isr), c.leader != UNDEF)
-        known = tuple(o.If(empties, c.leader == x, c.lke[x]) for x in range(n))
-        return c._replace(isr=isr, elr=elr, lke=known)
+        known = tuple(o.If(empties, c.leader == x, c.last_known_elr[x]) for x in range(n))
+        return c._replace(isr=isr, elr=elr, last_known_elr=known)
 
     def leader_unfenced(self, s: SState):
         """invariants.leader_unfenced: the controller's leader, if any, is live."""
@@ -857,8 +857,8 @@ class Encoding:
     def _lost_memory(self, rep: SRep) -> SRep:
         """actions._lost_memory (the clean-shutdown marker is on disk: it stays)."""
         n = self.n
-        return rep._replace(alive=False, role=NONE, lepoch=UNDEF, leader=UNDEF, isr=(False,) * n,
-                            truncating=FETCHING, remote=(0,) * n, rbe=(0,) * len(rep.rbe))
+        return rep._replace(alive=False, role=NONE, leader_epoch=UNDEF, leader=UNDEF, isr=(False,) * n,
+                            truncating=FETCHING, remote_leo=(0,) * n, remote_broker_epoch=(0,) * len(rep.remote_broker_epoch))
 
     def _abandon(self, s: SState, f: int) -> SState:
         """actions._abandon: f's outstanding message goes; a Fetch becomes its stale request
@@ -887,7 +887,7 @@ class Encoding:
         o = self.o
         if not self.tof:
             return False, False, UNDEF, UNDEF
-        epoch, end = self.end_offset_for(leader.cache, leader.clen, leader.leo, m.c)
+        epoch, end = self.end_offset_for(leader.epoch_cache, leader.clen, leader.leo, m.c)
         lookup = m.c != UNDEF
         out_of_range = o.And(lookup, o.Or(epoch == UNDEF, end == UNDEF))
         diverging = o.And(lookup, o.Not(out_of_range), o.Or(epoch < m.c, end < m.b))
@@ -900,9 +900,9 @@ class Encoding:
         out_of_range, diverging, epoch, end = self.diverging(leader, m)
         refused = o.Or(out_of_range, o.And(offset > leader.leo, o.Not(diverging)))
         no_cd = (UNDEF, UNDEF) if self.tof else ()
-        remote = tuple(offset if x == f else v for x, v in enumerate(leader.remote))
-        rbe = tuple(m.d if x == f else v for x, v in enumerate(leader.rbe))   # empty without broker epochs
-        t = self.advance_hw(self._set(s, l, leader._replace(remote=remote, rbe=rbe)), l)
+        remote = tuple(offset if x == f else v for x, v in enumerate(leader.remote_leo))
+        rbe = tuple(m.d if x == f else v for x, v in enumerate(leader.remote_broker_epoch))   # empty without broker epochs
+        t = self.advance_hw(self._set(s, l, leader._replace(remote_leo=remote, remote_broker_epoch=rbe)), l)
         if not mode.diverging_fetch_updates_follower:
             # actions._read_for_follower, KAFKA-13141's fix: a diverging Fetch leaves f's fetch state alone
             t = ite(o, diverging, s, t)
@@ -919,7 +919,7 @@ class Encoding:
         guard = o.And(rep.alive, rep.role == LEADER, h.produced < cfg.records)
         if cfg.acks == "all":
             guard = o.And(guard, o.Sum(rep.isr) >= cfg.min_isr)
-        new = self.append(rep, ((h.produced, rep.lepoch),), 1)
+        new = self.append(rep, ((h.produced, rep.leader_epoch),), 1)
         acked = h.acked if cfg.acks == "all" else \
             tuple(o.If(h.produced == j, rep.leo, a) for j, a in enumerate(h.acked))
         s = self._set(s, r, new)._replace(hist=h._replace(produced=h.produced + 1, acked=acked))
@@ -931,8 +931,8 @@ class Encoding:
                       self.leader_alive(s, rep))
         # truncation on fetch: the last fetched epoch and (KIP-903) the broker epoch (actions.send_fetch)
         cd = () if not self.tof else \
-            (self.latest_epoch(rep), s.ctl.bepochs[f] if self.mode.broker_epochs else 0)
-        return guard, self._send(s, f, SMsg(FETCH, rep.leader, rep.lepoch, rep.leo, 0, (ZERO,) * self.L, *cd))
+            (self.latest_epoch(rep), s.ctl.broker_epochs[f] if self.mode.broker_epochs else 0)
+        return guard, self._send(s, f, SMsg(FETCH, rep.leader, rep.leader_epoch, rep.leo, 0, (ZERO,) * self.L, *cd))
 
     def leader_handle_fetch(self, s, l, f):
         o, m = self.o, s.msgs[f]
@@ -981,13 +981,13 @@ class Encoding:
         o, rep = self.o, s.reps[f]
         guard = o.And(rep.alive, rep.role == FOLLOWER, rep.truncating != FETCHING, s.msgs[f].kind == NO_MSG,
                       self.leader_alive(s, rep))
-        msg = SMsg(EPOCH_REQUEST, rep.leader, rep.lepoch, self.latest_epoch(rep), 0, (ZERO,) * self.L)
+        msg = SMsg(EPOCH_REQUEST, rep.leader, rep.leader_epoch, self.latest_epoch(rep), 0, (ZERO,) * self.L)
         return guard, self._send(s, f, msg)
 
     def leader_handle_epoch_request(self, s, l, f):
         o, m, leader = self.o, s.msgs[f], s.reps[l]
         guard = o.And(m.kind == EPOCH_REQUEST, m.peer == l, self.accepts(leader, m.a))
-        epoch, end = self.end_offset_for(leader.cache, leader.clen, leader.leo, m.b)
+        epoch, end = self.end_offset_for(leader.epoch_cache, leader.clen, leader.leo, m.b)
         return guard, self._send(s, f, SMsg(EPOCH_RESPONSE, l, epoch, end, 0, (ZERO,) * self.L))
 
     def follower_handle_epoch_response(self, s, f):
@@ -1005,16 +1005,16 @@ class Encoding:
 
     def power_fail(self, s, r):
         o, rep, cfg = self.o, s.reps[r], self.cfg
-        used = s.hist.pfails
+        used = s.hist.power_failures
         guard = o.And(rep.alive, used < cfg.power_failures)
         t = self._stop(s, r, self.truncate(rep, rep.flushed))
         forgotten = t._replace(reps=tuple(x._replace(flushed=0) for x in t.reps))
         t = ite(o, used + 1 == cfg.power_failures, forgotten, t)
-        return guard, t._replace(hist=t.hist._replace(pfails=used + 1))
+        return guard, t._replace(hist=t.hist._replace(power_failures=used + 1))
 
     def flush(self, s, r):
         o, rep = self.o, s.reps[r]
-        guard = o.And(rep.alive, s.hist.pfails < self.cfg.power_failures, rep.flushed < rep.leo)
+        guard = o.And(rep.alive, s.hist.power_failures < self.cfg.power_failures, rep.flushed < rep.leo)
         return guard, self._set(s, r, rep._replace(flushed=rep.leo))
 
     def _registered(self, c: SCtl, r: int, rep: SRep) -> SCtl:
@@ -1023,9 +1023,9 @@ class Encoding:
         o = self.o
         c = c._replace(live=self._bit(c.live, r, True))
         if self.mode.broker_epochs:
-            c = c._replace(bepochs=tuple(e + 1 if x == r else e for x, e in enumerate(c.bepochs)))
+            c = c._replace(broker_epochs=tuple(e + 1 if x == r else e for x, e in enumerate(c.broker_epochs)))
         if self.mode.elr:
-            unclean = o.And(o.Not(rep.clean), o.Or(c.isr[r], c.elr[r]))
+            unclean = o.And(o.Not(rep.clean_shutdown), o.Or(c.isr[r], c.elr[r]))
             left = self._with_isr(c._replace(elr=self._bit(c.elr, r, False)), self._bit(c.isr, r, False), unclean=r)
             c = ite(o, unclean, left, c)
         return c
@@ -1038,7 +1038,7 @@ class Encoding:
         # actions.restart: loading the log trims the cache at the LEO, the marker is consumed, the
         # controller registers r (actions._registered)
         up = self.truncate(rep, rep.leo, trim_cache_at_leo=True)
-        t = self._set(s, r, up._replace(alive=True, clean=False if self.mode.elr else rep.clean))
+        t = self._set(s, r, up._replace(alive=True, clean_shutdown=False if self.mode.elr else rep.clean_shutdown))
         return guard, self._with_ctl(t, self._registered(c, r, rep))
 
     # controller
@@ -1093,11 +1093,11 @@ class Encoding:
         has_isr, has_elr = o.Or(*c.isr), o.Or(*c.elr)
         eligible = tuple(o.And(o.If(has_isr, c.isr[x], c.elr[x]), c.live[x]) for x in range(n))
         any_eligible = o.Or(*eligible)
-        last_known = o.And(o.Not(has_isr), o.Not(has_elr), o.Sum(c.lke) == 1,
-                           o.Or(o.Or(*[o.And(k, up) for k, up in zip(c.lke, c.live)]),
+        last_known = o.And(o.Not(has_isr), o.Not(has_elr), o.Sum(c.last_known_elr) == 1,
+                           o.Or(o.Or(*[o.And(k, up) for k, up in zip(c.last_known_elr, c.live)]),
                                 self.mode.elect_fenced_last_leader))
         alone = tuple(x == r for x in range(n))
-        is_last_known = o.And(*[k if x == r else o.Not(k) for x, k in enumerate(c.lke)])
+        is_last_known = o.And(*[k if x == r else o.Not(k) for x, k in enumerate(c.last_known_elr)])
         chosen = o.Or(o.And(any_eligible, eligible[r]),
                       o.And(o.Not(any_eligible), last_known, is_last_known),
                       o.And(o.Not(any_eligible), o.Not(last_known), cfg.unclean_election, c.live[r]))
@@ -1105,7 +1105,7 @@ class Encoding:
         from_isr = ite(o, has_isr, self._with_isr(c, tuple(o.And(b, up) for b, up in zip(c.isr, c.live))),
                        c._replace(isr=alone, elr=self._bit(c.elr, r, False)))
         new = ite(o, any_eligible, from_isr, c._replace(isr=alone, elr=(False,) * n))
-        return guard, self._with_ctl(s, new._replace(leader=r, epoch=c.epoch + 1, lke=(False,) * n))
+        return guard, self._with_ctl(s, new._replace(leader=r, epoch=c.epoch + 1, last_known_elr=(False,) * n))
 
     def elect_preferred(self, s, r):
         o, c = self.o, s.ctl
@@ -1118,9 +1118,9 @@ class Encoding:
         """actions._shutdown_cleanly: (the epoch bound holds, next state)."""
         o, rep, cfg = self.o, s.reps[r], self.cfg
         if cfg.power_failures:       # flushed points matter only while a power failure is left
-            rep = ite(o, s.hist.pfails < cfg.power_failures, rep._replace(flushed=rep.leo), rep)
+            rep = ite(o, s.hist.power_failures < cfg.power_failures, rep._replace(flushed=rep.leo), rep)
         if self.mode.elr:            # actions._shutdown_cleanly: the clean-shutdown marker (KAFKA-15586)
-            rep = rep._replace(clean=True)
+            rep = rep._replace(clean_shutdown=True)
         ok, t = self._broker_gone(self._stop(s, r, rep), r)
         return ok, self._count_crash(t)
 
@@ -1143,22 +1143,22 @@ class Encoding:
     def become_leader(self, s, r):
         o, c, rep = self.o, s.ctl, s.reps[r]
         # actions.become_leader, isr_update: KRaft 3.6+ applies an ISR change at the same epoch (KAFKA-15021)
-        isr_update = o.And(rep.role == LEADER, c.epoch == rep.lepoch, o.Not(equal(o, rep.isr, c.isr)))
-        guard = o.And(rep.alive, c.leader == r, o.Or(c.epoch > rep.lepoch, isr_update))
-        cache, clen = rep.cache, rep.clen
+        isr_update = o.And(rep.role == LEADER, c.epoch == rep.leader_epoch, o.Not(equal(o, rep.isr, c.isr)))
+        guard = o.And(rep.alive, c.leader == r, o.Or(c.epoch > rep.leader_epoch, isr_update))
+        cache, clen = rep.epoch_cache, rep.clen
         if self.mode.cache_on_become_leader:
             cache, clen = self.assign(cache, clen, c.epoch, rep.leo)
-        remote = ite(o, rep.role == LEADER, rep.remote, (UNDEF,) * self.n)
-        rbe = ite(o, rep.role == LEADER, rep.rbe, (UNDEF,) * len(rep.rbe))
-        new = rep._replace(role=LEADER, lepoch=c.epoch, leader=r, isr=c.isr, truncating=FETCHING, remote=remote,
-                           rbe=rbe, cache=cache, clen=clen)
+        remote = ite(o, rep.role == LEADER, rep.remote_leo, (UNDEF,) * self.n)
+        rbe = ite(o, rep.role == LEADER, rep.remote_broker_epoch, (UNDEF,) * len(rep.remote_broker_epoch))
+        new = rep._replace(role=LEADER, leader_epoch=c.epoch, leader=r, isr=c.isr, truncating=FETCHING, remote_leo=remote,
+                           remote_broker_epoch=rbe, epoch_cache=cache, clen=clen)
         return guard, self.advance_hw(self._abandon(self._set(s, r, new), r), r)
 
     def become_follower(self, s, r):
         o, c, rep = self.o, s.ctl, s.reps[r]
-        guard = o.And(rep.alive, c.leader != UNDEF, c.leader != r, c.epoch > rep.lepoch)
-        new = rep._replace(role=FOLLOWER, lepoch=c.epoch, leader=c.leader, isr=(False,) * self.n,
-                           remote=(0,) * self.n, rbe=(0,) * len(rep.rbe))
+        guard = o.And(rep.alive, c.leader != UNDEF, c.leader != r, c.epoch > rep.leader_epoch)
+        new = rep._replace(role=FOLLOWER, leader_epoch=c.epoch, leader=c.leader, isr=(False,) * self.n,
+                           remote_leo=(0,) * self.n, remote_broker_epoch=(0,) * len(rep.remote_broker_epoch))
         if not self.mode.epochs:
             new = self.truncate(new, new.hw)._replace(truncating=FETCHING)
         elif self.tof:         # actions.become_follower, 2.8+: fetching from the LEO at once (initialFetchOffset)
@@ -1168,27 +1168,27 @@ class Encoding:
         follow = self._abandon(self._set(s, r, new), r)
         if self.mode.follow_on_new_epoch:
             return guard, follow
-        unchanged = self._set(s, r, rep._replace(lepoch=c.epoch))     # same leader: nothing to do
+        unchanged = self._set(s, r, rep._replace(leader_epoch=c.epoch))     # same leader: nothing to do
         return guard, ite(o, rep.leader == c.leader, unchanged, follow)
 
     def shrink_isr(self, s, l, f):
         o, rep = self.o, s.reps[l]
-        guard = o.And(self.in_office(s, l), equal(o, rep.isr, s.ctl.isr), rep.isr[f], rep.remote[f] < rep.leo)
+        guard = o.And(self.in_office(s, l), equal(o, rep.isr, s.ctl.isr), rep.isr[f], rep.remote_leo[f] < rep.leo)
         isr = self._bit(rep.isr, f, False)
         t = self._set(s, l, rep._replace(isr=isr))._replace(ctl=self._with_isr(s.ctl, isr))
         return guard, self.advance_hw(t, l)
 
     def expand_isr(self, s, l, f):
         o, rep = self.o, s.reps[l]
-        remote = rep.remote[f]
+        remote = rep.remote_leo[f]
         guard = o.And(self.in_office(s, l), equal(o, rep.isr, s.ctl.isr), o.Not(rep.isr[f]),
                       remote != UNDEF, remote >= rep.hw)
         if self.mode.expand_waits_for_epoch_start:
-            guard = o.And(guard, remote >= self.epoch_start(rep, rep.lepoch))
+            guard = o.And(guard, remote >= self.epoch_start(rep, rep.leader_epoch))
         if self.mode.isr_only_live:       # actions.expand_isr, KIP-841: the controller refuses a fenced broker
             guard = o.And(guard, s.ctl.live[f])
         if self.mode.broker_epochs:       # KIP-903: and a broker epoch other than the registered one
-            guard = o.And(guard, rep.rbe[f] == s.ctl.bepochs[f])
+            guard = o.And(guard, rep.remote_broker_epoch[f] == s.ctl.broker_epochs[f])
         isr = self._bit(rep.isr, f, True)
         return guard, self._set(s, l, rep._replace(isr=isr))._replace(ctl=self._with_isr(s.ctl, isr))
 
@@ -1205,19 +1205,19 @@ class Encoding:
         stale records the entry below its offset in its sender's log."""
         o, h = self.o, t.hist
         if not _same(s.ctl.epoch, t.ctl.epoch):
-            h = h._replace(eleader=tuple(o.If(o.And(t.ctl.epoch == e, s.ctl.epoch != e), t.ctl.leader, x)
-                                         for e, x in enumerate(h.eleader)))
+            h = h._replace(epoch_leader=tuple(o.If(o.And(t.ctl.epoch == e, s.ctl.epoch != e), t.ctl.leader, x)
+                                         for e, x in enumerate(h.epoch_leader)))
         if not _same(s.stale, t.stale):
             sentry = []
             for f, (old, new) in enumerate(zip(s.stale, t.stale)):
                 if _same(old, new):
-                    sentry.append(h.sentry[f])
+                    sentry.append(h.stale_entry[f])
                     continue
                 log = s.reps[f].log
                 below = tuple(o.If(new.b > 0, o.select([e[k] for e in log], new.b - 1), UNDEF) for k in (0, 1))
-                sentry.append(tuple(o.If(new.kind == NO_MSG, UNDEF, o.If(old.kind != NO_MSG, h.sentry[f][k], below[k]))
+                sentry.append(tuple(o.If(new.kind == NO_MSG, UNDEF, o.If(old.kind != NO_MSG, h.stale_entry[f][k], below[k]))
                                     for k in (0, 1)))
-            h = h._replace(sentry=tuple(sentry))
+            h = h._replace(stale_entry=tuple(sentry))
         return t._replace(hist=h)
 
     # ------------------------------------------------------------ evaluation and invariants
@@ -1259,7 +1259,7 @@ def no_committed_data_loss(enc: Encoding, s: SState):
     o, c = enc.o, s.ctl
     out = []
     for l, rep in enumerate(s.reps):
-        in_office = o.And(c.leader == l, rep.alive, rep.role == LEADER, rep.lepoch == c.epoch)
+        in_office = o.And(c.leader == l, rep.alive, rep.role == LEADER, rep.leader_epoch == c.epoch)
         kept = [o.Or(off == UNDEF, o.And(off < rep.leo, o.select([e[0] for e in rep.log], off) == rec))
                 for rec, off in enumerate(s.hist.acked)]
         out.append(o.Or(o.Not(in_office), o.And(*kept)))
@@ -1324,13 +1324,13 @@ def fetch_matches_log(enc: Encoding, s: SState):
 
 def leader_epoch_bounded(enc: Encoding, s: SState):
     o, e = enc.o, s.ctl.epoch
-    return o.And(*[o.And(rep.lepoch <= e, *[o.Or(j >= rep.leo, x[1] <= e) for j, x in enumerate(rep.log)])
+    return o.And(*[o.And(rep.leader_epoch <= e, *[o.Or(j >= rep.leo, x[1] <= e) for j, x in enumerate(rep.log)])
                    for rep in s.reps])
 
 
 def remote_leo_bounded(enc: Encoding, s: SState):
     o = enc.o
-    return o.And(*[o.Or(rep.role != LEADER, x <= rep.leo) for rep in s.reps for x in rep.remote])
+    return o.And(*[o.Or(rep.role != LEADER, x <= rep.leo) for rep in s.reps for x in rep.remote_leo])
 
 
 def down_means_no_role(enc: Encoding, s: SState):
@@ -1363,11 +1363,11 @@ def epoch_answer_cuts_sender_log(enc: Encoding, s: SState):
             on_fetch = enc.mode.truncate_on_fetch
             kind, epoch, end = (FETCH_RESPONSE, m.c, m.d) if on_fetch else (EPOCH_RESPONSE, m.a, m.b)
             applies = o.And(m.kind == kind, m.peer == l, epoch != UNDEF, end != UNDEF, sender.alive,
-                            sender.role == LEADER, sender.lepoch == rep.lepoch)
+                            sender.role == LEADER, sender.leader_epoch == rep.leader_epoch)
             body = [end <= sender.leo]
             for j, e in enumerate(sender.log):
                 body.append(o.Or(o.Not(o.And(j < end, j < sender.leo)), e[1] <= epoch))
-                body.append(o.Or(o.Not(o.And(j == end, j < sender.leo)), e[1] > epoch, e[1] == sender.lepoch))
+                body.append(o.Or(o.Not(o.And(j == end, j < sender.leo)), e[1] > epoch, e[1] == sender.leader_epoch))
             out.append(o.Or(o.Not(applies), o.And(*body)))
     return o.And(*out)
 
@@ -1380,19 +1380,19 @@ def follower_behind_leader_epoch(enc: Encoding, s: SState):
             if l == r:
                 continue
             applies = o.And(rep.alive, rep.role == FOLLOWER, rep.leader == l, leader.alive, leader.role == LEADER,
-                            leader.lepoch == rep.lepoch)
-            body = [o.Or(o.Not(j < rep.leo), e[1] <= leader.lepoch) for j, e in enumerate(rep.log)]
-            body += [o.Or(o.Not(j < rep.clen), e[0] <= leader.lepoch) for j, e in enumerate(rep.cache)]
+                            leader.leader_epoch == rep.leader_epoch)
+            body = [o.Or(o.Not(j < rep.leo), e[1] <= leader.leader_epoch) for j, e in enumerate(rep.log)]
+            body += [o.Or(o.Not(j < rep.clen), e[0] <= leader.leader_epoch) for j, e in enumerate(rep.epoch_cache)]
             out.append(o.Or(o.Not(applies), o.And(*body)))
     return o.And(*out)
 
 
 def broker_epochs_within_bounces(enc: Encoding, s: SState):
     o, c, h = enc.o, s.ctl, s.hist
-    if not c.bepochs:
+    if not c.broker_epochs:
         return True
     waiting = o.Sum([o.Not(o.And(rep.alive, live)) for rep, live in zip(s.reps, c.live)])
-    return waiting + sum(c.bepochs[1:], c.bepochs[0]) <= h.crashes + h.pfails
+    return waiting + sum(c.broker_epochs[1:], c.broker_epochs[0]) <= h.crashes + h.power_failures
 
 
 INVARIANT_ENCODINGS.update({

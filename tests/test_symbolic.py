@@ -224,7 +224,7 @@ def test_the_encoded_release_functions_equal_spec_log_on_small_caches():
             for leo in (low, low + 1, 5):
                 rep, srep = _replica(cache, leo), _srep(enc, cache, leo)
                 for requested in range(-1, 6):
-                    assert tuple(enc.end_offset_for(srep.cache, srep.clen, leo, requested)) == \
+                    assert tuple(enc.end_offset_for(srep.epoch_cache, srep.clen, leo, requested)) == \
                         spec_end(cache, leo, requested), (mode, cache, leo, requested)
                 for hw in {0, leo // 2, leo}:
                     for truncating in (1, 2):
@@ -239,7 +239,7 @@ def test_the_encoded_release_functions_equal_spec_log_on_small_caches():
             srep = _srep(enc, cache, 0)
             for epoch in range(5):
                 for start in range(5):
-                    new, k = mine(srep.cache, srep.clen, epoch, start)
+                    new, k = mine(srep.epoch_cache, srep.clen, epoch, start)
                     assert tuple(new[:k]) == spec_assign(cache, epoch, start), (spec_assign, cache, epoch, start)
                     assert all(e == ZERO for e in new[k:])
     for cache in _caches(3):
@@ -249,7 +249,7 @@ def test_the_encoded_release_functions_equal_spec_log_on_small_caches():
                 for offset in range(leo + 2):
                     rep = truncate(_replica(cache, leo, hw=leo // 2, flushed=leo), offset, trim)
                     got = enc.truncate(_srep(enc, cache, leo, hw=leo // 2, flushed=leo), offset, trim)
-                    assert (tuple(got.log[:got.leo]), got.hw, got.flushed, tuple(got.cache[:got.clen])) == \
+                    assert (tuple(got.log[:got.leo]), got.hw, got.flushed, tuple(got.epoch_cache[:got.clen])) == \
                         (rep.log, rep.hw, rep.flushed, rep.epoch_cache), (cache, leo, offset, trim)
 
 
@@ -363,9 +363,9 @@ def test_a_drifting_encoding_fails_the_agreement_test():
 
     def expand_isr_below_hw(s, l, f):
         o, rep = enc.o, s.reps[l]
-        remote = rep.remote[f]
+        remote = rep.remote_leo[f]
         guard = o.And(enc.in_office(s, l), equal(o, rep.isr, s.ctl.isr), o.Not(rep.isr[f]), remote != -1,
-                      remote >= enc.epoch_start(rep, rep.lepoch))
+                      remote >= enc.epoch_start(rep, rep.leader_epoch))
         isr = tuple(True if x == f else b for x, b in enumerate(rep.isr))
         return guard, enc._set(s, l, rep._replace(isr=isr))._replace(ctl=s.ctl._replace(isr=isr))
     enc.overrides["expand_isr"] = expand_isr_below_hw

@@ -76,20 +76,20 @@ def remote_leo_held(enc, s, a, b, view, L):
     """An ISR member holds its leader's log below the LEO the leader has for it (and has that LEO)."""
     o, lb = enc.o, s.reps[b]
     return implies(o, o.And(leads(o, lb), view(s, b, a)),
-                   o.And(lb.remote[a] <= s.reps[a].leo,
-                         agreement(o, lb, s.reps[a], lb.remote[a], L)))
+                   o.And(lb.remote_leo[a] <= s.reps[a].leo,
+                         agreement(o, lb, s.reps[a], lb.remote_leo[a], L)))
 
 
 # ---------------------------------------------------------------- a follower and its leader
 
 def not_ahead(o, s, a, b):
     """a's leader epoch is at most b's."""
-    return s.reps[a].lepoch <= s.reps[b].lepoch
+    return s.reps[a].leader_epoch <= s.reps[b].leader_epoch
 
 
 def at_its_epoch_or_down(o, s, a, b):
     """a is at b's leader epoch, or has no role."""
-    return o.Or(s.reps[a].lepoch == s.reps[b].lepoch, s.reps[a].role == NONE)
+    return o.Or(s.reps[a].leader_epoch == s.reps[b].leader_epoch, s.reps[a].role == NONE)
 
 
 def in_any_role(o, s, a, b):
@@ -106,15 +106,15 @@ REMOTE_GUARDS = (("not ahead of it", not_ahead), ("at its epoch or down", at_its
 def remote_leo_known(enc, s, a, b, guard, L):
     """A follower holds its leader's log below the LEO the leader knows for it, and has at least that LEO."""
     o, lb, ra = enc.o, s.reps[b], s.reps[a]
-    known = o.And(leads(o, lb), lb.remote[a] != UNDEF, guard(o, s, a, b))
-    return implies(o, known, o.And(lb.remote[a] <= ra.leo, agreement(o, lb, ra, lb.remote[a], L)))
+    known = o.And(leads(o, lb), lb.remote_leo[a] != UNDEF, guard(o, s, a, b))
+    return implies(o, known, o.And(lb.remote_leo[a] <= ra.leo, agreement(o, lb, ra, lb.remote_leo[a], L)))
 
 
 def follows(o, s, a, b):
     """a follows leader b at b's epoch."""
     ra, rb = s.reps[a], s.reps[b]
     return o.And(ra.alive, ra.role == FOLLOWER, ra.leader == b, leads(o, rb),
-                 ra.lepoch == rb.lepoch)
+                 ra.leader_epoch == rb.leader_epoch)
 
 
 def fetching(o, s, a):
@@ -137,14 +137,14 @@ def follower_is_prefix(enc, s, a, b, extra, L):
 def fetch_is_prefix(enc, s, a, b, L):
     """A Fetch to the leader of its epoch asks from an offset the leader has, and agrees with the leader below it."""
     o, m, ra, rb = enc.o, s.msgs[a], s.reps[a], s.reps[b]
-    asked = o.And(m.kind == FETCH, m.leader == b, leads(o, rb), rb.lepoch == m.current_leader_epoch)
+    asked = o.And(m.kind == FETCH, m.leader == b, leads(o, rb), rb.leader_epoch == m.current_leader_epoch)
     return implies(o, asked, o.And(m.fetch_offset <= rb.leo, agreement(o, ra, rb, m.fetch_offset, L)))
 
 
 def response_extends_prefix(enc, s, a, b, L):
     """A FetchResponse from the leader at the follower's epoch starts where the follower agrees with the leader."""
     o, m, ra, rb = enc.o, s.msgs[a], s.reps[a], s.reps[b]
-    sent = o.And(m.kind == FETCH_RESPONSE, m.leader == b, leads(o, rb), rb.lepoch == ra.lepoch)
+    sent = o.And(m.kind == FETCH_RESPONSE, m.leader == b, leads(o, rb), rb.leader_epoch == ra.leader_epoch)
     return implies(o, sent, o.And(m.leader_leo <= rb.leo, agreement(o, ra, rb, m.start, L)))
 
 
@@ -155,7 +155,7 @@ def validated_fetch_is_prefix(enc, s, a, b, message, L):
     log (Partition.fetchRecords); the follower's log grew since, if anything."""
     o, m, ra, rb = enc.o, message(s, a), s.reps[a], s.reps[b]
     out_of_range, diverging, _, _ = enc.diverging(rb, m)
-    asked = o.And(m.kind == FETCH, m.leader == b, leads(o, rb), rb.lepoch == m.current_leader_epoch,
+    asked = o.And(m.kind == FETCH, m.leader == b, leads(o, rb), rb.leader_epoch == m.current_leader_epoch,
                   o.Not(out_of_range), o.Not(diverging))
     return implies(o, asked, o.And(m.fetch_offset <= rb.leo, m.fetch_offset <= ra.leo,
                                    agreement(o, ra, rb, m.fetch_offset, L)))
@@ -168,7 +168,7 @@ def last_fetched_epoch_held(enc, s, a, b, message):
     only by appending its records)."""
     o, m, rb = enc.o, message(s, a), s.reps[b]
     named = o.And(m.kind == FETCH, m.last_fetched_epoch != UNDEF, m.fetch_offset > 0, leads(o, rb),
-                  rb.lepoch == m.last_fetched_epoch)
+                  rb.leader_epoch == m.last_fetched_epoch)
     return implies(o, named, o.And(m.fetch_offset <= rb.leo,
                                    o.select([e[1] for e in rb.log], m.fetch_offset - 1) == m.last_fetched_epoch))
 
@@ -180,7 +180,7 @@ def always(o, s, a, m):
 
 def sender_at_its_epoch(o, s, a, m):
     """a is still at the epoch of its stale Fetch ``m``."""
-    return s.reps[a].lepoch == m.current_leader_epoch
+    return s.reps[a].leader_epoch == m.current_leader_epoch
 
 
 STALE_GUARDS = (("always", always), ("sender at its epoch", sender_at_its_epoch))
@@ -189,7 +189,7 @@ STALE_GUARDS = (("always", always), ("sender at its epoch", sender_at_its_epoch)
 def stale_fetch_within(enc, s, a, b, extra):
     """A stale Fetch to the leader of its epoch asks from an offset the leader has."""
     o, m, rb = enc.o, s.stale[a], s.reps[b]
-    asked = o.And(m.kind == FETCH, m.leader == b, leads(o, rb), rb.lepoch == m.current_leader_epoch,
+    asked = o.And(m.kind == FETCH, m.leader == b, leads(o, rb), rb.leader_epoch == m.current_leader_epoch,
                   extra(o, s, a, m))
     return implies(o, asked, m.fetch_offset <= rb.leo)
 
@@ -197,7 +197,7 @@ def stale_fetch_within(enc, s, a, b, extra):
 def stale_fetch_is_prefix(enc, s, a, b, extra, L):
     """Below a stale Fetch's offset its sender still agrees with the leader of the Fetch's epoch."""
     o, m, ra, rb = enc.o, s.stale[a], s.reps[a], s.reps[b]
-    asked = o.And(m.kind == FETCH, m.leader == b, leads(o, rb), rb.lepoch == m.current_leader_epoch,
+    asked = o.And(m.kind == FETCH, m.leader == b, leads(o, rb), rb.leader_epoch == m.current_leader_epoch,
                   extra(o, s, a, m))
     return implies(o, asked, o.And(m.fetch_offset <= ra.leo, agreement(o, ra, rb, m.fetch_offset, L)))
 
@@ -220,7 +220,7 @@ def stale_fetch_still_held(enc, s, a):
 
 def validates_stale_fetch(enc, o, m, x):
     """x, if its latest cached epoch is the stale Fetch ``m``'s epoch, validates m (endOffsetFor)."""
-    e, end = enc.end_offset_for(x.cache, x.clen, x.leo, m.last_fetched_epoch)
+    e, end = enc.end_offset_for(x.epoch_cache, x.clen, x.leo, m.last_fetched_epoch)
     return implies(o, latest_cached_epoch(o, x) == m.current_leader_epoch,
                    o.And(e == m.last_fetched_epoch, end >= m.fetch_offset))
 
@@ -255,7 +255,7 @@ def answered_epoch_cached(enc, s, a):
     cache holds a newer one."""
     o, m, ra = enc.o, s.msgs[a], s.reps[a]
     answered = o.Or(m.kind == FETCH_RESPONSE, m.kind == EPOCH_RESPONSE)
-    return implies(o, answered, o.Or(*[latest_cached_epoch(o, x) >= ra.lepoch for x in s.reps]))
+    return implies(o, answered, o.Or(*[latest_cached_epoch(o, x) >= ra.leader_epoch for x in s.reps]))
 
 
 def sender_caches_epoch(enc, s, a):
@@ -264,8 +264,8 @@ def sender_caches_epoch(enc, s, a):
     It still caches it unless it truncated to a newer leader, and then a cache holds a newer epoch."""
     o, m, ra = enc.o, s.msgs[a], s.reps[a]
     answered = o.Or(m.kind == FETCH_RESPONSE, m.kind == EPOCH_RESPONSE)
-    sender = o.Or(*[o.And(m.leader == x, latest_cached_epoch(o, rx) >= ra.lepoch) for x, rx in enumerate(s.reps)])
-    newer = o.Or(*[latest_cached_epoch(o, x) > ra.lepoch for x in s.reps])
+    sender = o.Or(*[o.And(m.leader == x, latest_cached_epoch(o, rx) >= ra.leader_epoch) for x, rx in enumerate(s.reps)])
+    newer = o.Or(*[latest_cached_epoch(o, x) > ra.leader_epoch for x in s.reps])
     return implies(o, answered, o.Or(sender, newer))
 
 

@@ -26,10 +26,10 @@ def replica_atoms(o, s, r) -> List[Tuple[str, object]]:
     rep, c, m = s.reps[r], s.ctl, s.msgs[r]
     return [("alive", rep.alive), ("leader", rep.role == LEADER), ("follower", rep.role == FOLLOWER),
             ("no role", rep.role == NONE), ("named by the controller", c.leader == r), ("in the ISR", c.isr[r]),
-            ("live", c.live[r]), ("at the controller's epoch", rep.lepoch == c.epoch),
+            ("live", c.live[r]), ("at the controller's epoch", rep.leader_epoch == c.epoch),
             ("fetching", rep.truncating == FETCHING), ("a message in flight", m.kind != NO_MSG),
             ("a stale fetch", s.stale[r].kind != NO_MSG), ("in its own ISR view", rep.isr[r])] + (
-        [("in the ELR", c.elr[r]), ("the last known leader", c.lke[r])] if c.elr else [])
+        [("in the ELR", c.elr[r]), ("the last known leader", c.last_known_elr[r])] if c.elr else [])
 
 
 def state_atoms(o, s) -> List[Tuple[str, object]]:
@@ -53,7 +53,7 @@ def state_atoms(o, s) -> List[Tuple[str, object]]:
     for a in range(n):
         for b in range(a + 1, n):
             ra, rb = s.reps[a], s.reps[b]
-            for what, x, y in (("epoch", ra.lepoch, rb.lepoch), ("leo", ra.leo, rb.leo), ("hw", ra.hw, rb.hw)):
+            for what, x, y in (("epoch", ra.leader_epoch, rb.leader_epoch), ("leo", ra.leo, rb.leo), ("hw", ra.hw, rb.hw)):
                 out += [(f"r{a} {what} = r{b} {what}", x == y), (f"r{a} {what} < r{b} {what}", x < y)]
     return out
 
@@ -84,24 +84,24 @@ def scalars(enc, s) -> List[Tuple[str, object, str]]:
         add(f"{p} role", rep.role, VALUE)
         add(f"{p} leader", rep.leader, REPLICA)
         add(f"{p} truncating", rep.truncating, VALUE)
-        add(f"{p} epoch", rep.lepoch, EPOCH)
+        add(f"{p} epoch", rep.leader_epoch, EPOCH)
         add(f"{p} leo", rep.leo, OFFSET)
         add(f"{p} hw", rep.hw, OFFSET)
         add(f"{p} clen", rep.clen, VALUE)
         if s.ctl.elr:
-            add(f"{p} shut down cleanly", rep.clean, VALUE)
-        if rep.cache:
+            add(f"{p} shut down cleanly", rep.clean_shutdown, VALUE)
+        if rep.epoch_cache:
             add(f"{p} latest cached epoch", latest_cached_epoch(o, rep), EPOCH)
         for q in range(n):
             add(f"r{q} in {p}'s ISR view", rep.isr[q], VALUE)
             if q != r:
-                add(f"{p}'s remote LEO of r{q}", rep.remote[q], OFFSET, o.And(rep.alive, rep.role == LEADER))
-                if rep.rbe:
-                    add(f"{p}'s remote broker epoch of r{q}", rep.rbe[q], VALUE, o.And(rep.alive, rep.role == LEADER))
+                add(f"{p}'s remote LEO of r{q}", rep.remote_leo[q], OFFSET, o.And(rep.alive, rep.role == LEADER))
+                if rep.remote_broker_epoch:
+                    add(f"{p}'s remote broker epoch of r{q}", rep.remote_broker_epoch[q], VALUE, o.And(rep.alive, rep.role == LEADER))
         for j, (rec, ep) in enumerate(rep.log):
             add(f"{p} record at {j}", rec, VALUE, j < rep.leo)
             add(f"{p} epoch at {j}", ep, EPOCH, j < rep.leo)
-        for k, (ep, start) in enumerate(rep.cache):
+        for k, (ep, start) in enumerate(rep.epoch_cache):
             add(f"{p} cache[{k}] epoch", ep, EPOCH, k < rep.clen)
             add(f"{p} cache[{k}] start", start, OFFSET, k < rep.clen)
     c = s.ctl
@@ -110,7 +110,7 @@ def scalars(enc, s) -> List[Tuple[str, object, str]]:
     for q in range(n):
         add(f"r{q} in the ISR", c.isr[q], VALUE)
         add(f"r{q} live", c.live[q], VALUE)
-        for what, bits in (("broker epoch", c.bepochs), ("in the ELR", c.elr), ("last known leader", c.lke)):
+        for what, bits in (("broker epoch", c.broker_epochs), ("in the ELR", c.elr), ("last known leader", c.last_known_elr)):
             if bits:
                 add(f"r{q} {what}", bits[q], VALUE)
     for r, m in enumerate(s.msgs):
@@ -152,11 +152,11 @@ def scalars(enc, s) -> List[Tuple[str, object, str]]:
     for j, rec in enumerate(h.exposed):
         add(f"exposed record at {j}", rec, VALUE, j < h.xlen)
     # the history variables, when the model keeps them
-    for j, epoch in enumerate(h.xepoch):
+    for j, epoch in enumerate(h.exposed_epoch):
         add(f"exposed epoch at {j}", epoch, EPOCH, j < h.xlen)
-    for e, leader in enumerate(h.eleader):
+    for e, leader in enumerate(h.epoch_leader):
         add(f"epoch {e}'s leader", leader, REPLICA)
-    for r, (rec, epoch) in enumerate(h.sentry):
+    for r, (rec, epoch) in enumerate(h.stale_entry):
         add(f"r{r}'s stale Fetch entry record", rec, VALUE, s.stale[r].kind != NO_MSG)
         add(f"r{r}'s stale Fetch entry epoch", epoch, EPOCH, s.stale[r].kind != NO_MSG)
     add("crashes", h.crashes, VALUE)

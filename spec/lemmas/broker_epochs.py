@@ -28,9 +28,9 @@ def fetches_name_a_registered_broker_epoch(enc, s, r, in_flight):
     ``in_flight`` compares the Fetch in flight's broker epoch with the controller's count (at most,
     or equal); a stale Fetch's is at most it."""
     o, m, st, c = enc.o, s.msgs[r], s.stale[r], s.ctl
-    return o.And(implies(o, m.kind == FETCH, in_flight(m.broker_epoch, c.bepochs[r])),
-                 implies(o, st.kind != NO_MSG, st.broker_epoch <= c.bepochs[r]),
-                 *[implies(o, o.And(leads(o, x), x.rbe[r] != UNDEF), x.rbe[r] <= c.bepochs[r]) for x in s.reps])
+    return o.And(implies(o, m.kind == FETCH, in_flight(m.broker_epoch, c.broker_epochs[r])),
+                 implies(o, st.kind != NO_MSG, st.broker_epoch <= c.broker_epochs[r]),
+                 *[implies(o, o.And(leads(o, x), x.remote_broker_epoch[r] != UNDEF), x.remote_broker_epoch[r] <= c.broker_epochs[r]) for x in s.reps])
 
 
 def broker_epoch_templates(n: int) -> List[Lemma]:

@@ -81,14 +81,14 @@ def leads(o, rep):
 def in_office(o, s, r):
     """r leads, the controller names it, at the controller's epoch."""
     rep = s.reps[r]
-    return o.And(leads(o, rep), s.ctl.leader == r, rep.lepoch == s.ctl.epoch)
+    return o.And(leads(o, rep), s.ctl.leader == r, rep.leader_epoch == s.ctl.epoch)
 
 
 def took_office_named(enc, s, r):
     """The controller names r and r's cache says it took office at the controller's epoch (from
     KAFKA-7415 makeLeader caches the epoch; a restart keeps log, cache and HW, not the leader epoch).
     Never, in a mode without an epoch cache."""
-    if not s.reps[r].cache:
+    if not s.reps[r].epoch_cache:
         return False
     return enc.o.And(s.ctl.leader == r, enc.latest_epoch(s.reps[r]) == s.ctl.epoch)
 
@@ -107,7 +107,7 @@ def holds_acked(o, rep, acked):
 def recordless(o, rep, k):
     """Cache entry k of rep exists and starts at the LEO: an epoch cached with none of its records
     (only become_leader caches one so)."""
-    return o.And(k < rep.clen, rep.cache[k][1] >= rep.leo)
+    return o.And(k < rep.clen, rep.epoch_cache[k][1] >= rep.leo)
 
 
 def agreement(o, a_rep, b_rep, upto, L):
@@ -121,7 +121,7 @@ def agreement(o, a_rep, b_rep, upto, L):
 def last_known_electable(o, s, r):
     """KIP-966: r is the last known leader and ISR and ELR are empty (electAnyLeader would elect it)."""
     c = s.ctl
-    return o.And(c.lke[r], o.Not(o.Or(*c.isr)), o.Not(o.Or(*c.elr)))
+    return o.And(c.last_known_elr[r], o.Not(o.Or(*c.isr)), o.Not(o.Or(*c.elr)))
 
 
 def eligible_beyond_isr(o, s, r) -> list:

@@ -66,7 +66,7 @@ TRUNCATION_ON_FETCH = Question(FETCH, FETCH_RESPONSE, last_fetched_epoch, diverg
 def epoch_request_names_latest(enc, s, f, q):
     """A follower asks at its leader epoch about its latest cached epoch."""
     o, m, rep = enc.o, s.msgs[f], s.reps[f]
-    return implies(o, m.kind == q.ask, o.And(m.current_leader_epoch == rep.lepoch, q.asked(m) == enc.latest_epoch(rep)))
+    return implies(o, m.kind == q.ask, o.And(m.current_leader_epoch == rep.leader_epoch, q.asked(m) == enc.latest_epoch(rep)))
 
 
 def epoch_answer_within_request(enc, s, f, q):
@@ -74,7 +74,7 @@ def epoch_answer_within_request(enc, s, f, q):
     o, m, rep = enc.o, s.msgs[f], s.reps[f]
     epoch, _ = q.said(m)
     return implies(o, o.And(m.kind == q.answer, epoch != UNDEF),
-                   o.And(epoch <= enc.latest_epoch(rep), epoch <= rep.lepoch))
+                   o.And(epoch <= enc.latest_epoch(rep), epoch <= rep.leader_epoch))
 
 
 def no_last_epoch_fetches_from_zero(enc, s, f, message):
@@ -111,9 +111,9 @@ def last_fetched_epoch_starts_by_fetch(enc, s, f, message):
     that holds an epoch holds it from where its leader began it."""
     o, m = enc.o, message(s, f)
     return implies(o, o.And(m.kind == FETCH, m.last_fetched_epoch != UNDEF),
-                   o.And(*[implies(o, o.And(k < x.clen, x.cache[k][0] == m.last_fetched_epoch),
-                                   x.cache[k][1] <= m.fetch_offset)
-                           for x in s.reps for k in range(len(x.cache))]))
+                   o.And(*[implies(o, o.And(k < x.clen, x.epoch_cache[k][0] == m.last_fetched_epoch),
+                                   x.epoch_cache[k][1] <= m.fetch_offset)
+                           for x in s.reps for k in range(len(x.epoch_cache))]))
 
 
 def recordless_epoch_not_before_fetch(enc, s, f, message):
@@ -123,8 +123,8 @@ def recordless_epoch_not_before_fetch(enc, s, f, message):
     least its last fetched one), or as its latest epoch then."""
     o, m, rep = enc.o, message(s, f), s.reps[f]
     return implies(o, o.And(m.kind == FETCH, m.last_fetched_epoch != UNDEF),
-                   o.And(*[implies(o, recordless(o, rep, k), rep.cache[k][0] >= m.last_fetched_epoch)
-                           for k in range(len(rep.cache))]))
+                   o.And(*[implies(o, recordless(o, rep, k), rep.epoch_cache[k][0] >= m.last_fetched_epoch)
+                           for k in range(len(rep.epoch_cache))]))
 
 
 def recordless_last_fetched_epoch_is_the_senders(enc, s, f, message):
@@ -134,9 +134,9 @@ def recordless_last_fetched_epoch_is_the_senders(enc, s, f, message):
     truncating or a restart below its start drops it)."""
     o, m = enc.o, message(s, f)
     return implies(o, o.And(m.kind == FETCH, m.last_fetched_epoch != UNDEF), o.And(*[
-        implies(o, o.And(recordless(o, x, k), x.cache[k][0] == m.last_fetched_epoch),
-                (x.cache[k][1] == m.fetch_offset) if x is s.reps[f] else False)
-        for x in s.reps for k in range(len(x.cache))]))
+        implies(o, o.And(recordless(o, x, k), x.epoch_cache[k][0] == m.last_fetched_epoch),
+                (x.epoch_cache[k][1] == m.fetch_offset) if x is s.reps[f] else False)
+        for x in s.reps for k in range(len(x.epoch_cache))]))
 
 
 def fetched_from_its_epochs_leader(enc, s, f, message):
@@ -179,7 +179,7 @@ def diverging_answer_is_older(enc, s, f):
     The leader of the follower's epoch answered: it holds every entry of that epoch, so a
     divergence is always at an older epoch."""
     o, m, rep = enc.o, s.msgs[f], s.reps[f]
-    return implies(o, o.And(m.kind == FETCH_RESPONSE, m.diverging_epoch != UNDEF), m.diverging_epoch < rep.lepoch)
+    return implies(o, o.And(m.kind == FETCH_RESPONSE, m.diverging_epoch != UNDEF), m.diverging_epoch < rep.leader_epoch)
 
 
 def diverging_answer_still_true(enc, s, f, L):
@@ -224,7 +224,7 @@ def no_records_past_a_recordless_epoch(enc, s, f):
     (Partition.fetchRecords, KAFKA-10554). An empty log sends no last fetched epoch."""
     o, m, rf = enc.o, s.msgs[f], s.reps[f]
     return implies(o, o.And(m.kind == FETCH_RESPONSE, m.diverging_epoch == UNDEF, rf.leo > 0),
-                   o.And(*[o.Not(recordless(o, rf, k)) for k in range(len(rf.cache))]))
+                   o.And(*[o.Not(recordless(o, rf, k)) for k in range(len(rf.epoch_cache))]))
 
 
 def sender_not_behind(enc, s, f, l, kind):
@@ -233,14 +233,14 @@ def sender_not_behind(enc, s, f, l, kind):
     Answered at the asker's epoch (KIP-320), and a leader's epoch only grows."""
     o, m, rl = enc.o, s.msgs[f], s.reps[l]
     return implies(o, o.And(m.kind == kind, m.leader == l, leads(o, rl)),
-                   rl.lepoch >= s.reps[f].lepoch)
+                   rl.leader_epoch >= s.reps[f].leader_epoch)
 
 
 # ---------------------------------------------------------------- the answer and the sender's log
 
 def sender_at_its_epoch(o, s, f, l):
     """l leads at f's epoch."""
-    return o.And(leads(o, s.reps[l]), s.reps[l].lepoch == s.reps[f].lepoch)
+    return o.And(leads(o, s.reps[l]), s.reps[l].leader_epoch == s.reps[f].leader_epoch)
 
 
 def sender_in_office(o, s, f, l):
@@ -255,7 +255,7 @@ def sender_leads(o, s, f, l):
 
 def senders_latest_cached_epoch_the_followers(o, s, f, l):
     """l's latest cached epoch is f's leader epoch."""
-    return latest_cached_epoch(o, s.reps[l]) == s.reps[f].lepoch
+    return latest_cached_epoch(o, s.reps[l]) == s.reps[f].leader_epoch
 
 
 def any_role(o, s, f, l):
@@ -265,12 +265,12 @@ def any_role(o, s, f, l):
 
 def senders_epoch(s, f, l):
     """The sender's leader epoch."""
-    return s.reps[l].lepoch
+    return s.reps[l].leader_epoch
 
 
 def followers_epoch(s, f, l):
     """The follower's leader epoch."""
-    return s.reps[f].lepoch
+    return s.reps[f].leader_epoch
 
 
 def epoch_answer_agrees(enc, s, f, l, guard, q, L):
@@ -290,7 +290,7 @@ def epoch_answer_is_senders_lookup(enc, s, f, l, guard, answered, q):
     LEO, may have grown."""
     o, m, rf, rl = enc.o, s.msgs[f], s.reps[f], s.reps[l]
     epoch, end = q.said(m)
-    e, x = enc.end_offset_for(rl.cache, rl.clen, rl.leo, enc.latest_epoch(rf))
+    e, x = enc.end_offset_for(rl.epoch_cache, rl.clen, rl.leo, enc.latest_epoch(rf))
     applies = o.And(m.kind == q.answer, m.leader == l, epoch != UNDEF, guard(o, s, f, l))
     return implies(o, applies, o.And(epoch == e, o.Or(e == answered(s, f, l), end == x)))
 
@@ -302,7 +302,7 @@ def records_answer_validated(enc, s, f, l, guard):
     is out."""
     o, m, rf, rl = enc.o, s.msgs[f], s.reps[f], s.reps[l]
     latest = enc.latest_epoch(rf)
-    e, x = enc.end_offset_for(rl.cache, rl.clen, rl.leo, latest)
+    e, x = enc.end_offset_for(rl.epoch_cache, rl.clen, rl.leo, latest)
     applies = o.And(m.kind == FETCH_RESPONSE, m.leader == l, m.diverging_epoch == UNDEF, latest != UNDEF,
                     guard(o, s, f, l))
     return implies(o, applies, o.And(e == latest, x >= rf.leo))

@@ -18,7 +18,7 @@ from .history import held_by
 
 def leader_of(o, s, e):
     """The replica the controller named leader with epoch ``e``."""
-    return o.select(list(s.hist.eleader), e)
+    return o.select(list(s.hist.epoch_leader), e)
 
 
 # ---------------------------------------------------------------- one leader per epoch
@@ -26,13 +26,13 @@ def leader_of(o, s, e):
 def leads_its_epoch(enc, s, r):
     """A leader leads an epoch the controller named it for."""
     o, rep = enc.o, s.reps[r]
-    return implies(o, rep.role == LEADER, leader_of(o, s, rep.lepoch) == r)
+    return implies(o, rep.role == LEADER, leader_of(o, s, rep.leader_epoch) == r)
 
 
 def follows_its_epochs_leader(enc, s, r):
     """A follower follows the leader the controller named with its epoch."""
     o, rep = enc.o, s.reps[r]
-    return implies(o, rep.role == FOLLOWER, leader_of(o, s, rep.lepoch) == rep.leader)
+    return implies(o, rep.role == FOLLOWER, leader_of(o, s, rep.leader_epoch) == rep.leader)
 
 
 def requests_go_to_their_epochs_leader(enc, s, r):
@@ -47,7 +47,7 @@ def answers_come_from_its_epochs_leader(enc, s, r):
     """A FetchResponse or OffsetsForLeaderEpoch answer comes from the leader of the follower's epoch."""
     o, m, rep = enc.o, s.msgs[r], s.reps[r]
     return implies(o, o.Or(m.kind == FETCH_RESPONSE, m.kind == EPOCH_RESPONSE),
-                   leader_of(o, s, rep.lepoch) == m.leader)
+                   leader_of(o, s, rep.leader_epoch) == m.leader)
 
 
 def entry_held_by_its_epochs_leader(enc, s, r, i, L):
@@ -68,8 +68,8 @@ def recordless_only_an_epoch_it_led(enc, s, r):
 
     Only become_leader caches an epoch at the LEO."""
     o, rep = enc.o, s.reps[r]
-    return o.And(*[implies(o, recordless(o, rep, k), leader_of(o, s, rep.cache[k][0]) == r)
-                   for k in range(len(rep.cache))])
+    return o.And(*[implies(o, recordless(o, rep, k), leader_of(o, s, rep.epoch_cache[k][0]) == r)
+                   for k in range(len(rep.epoch_cache))])
 
 
 def cached_start_is_where_its_entries_start(enc, s, r, L):
@@ -80,8 +80,8 @@ def cached_start_is_where_its_entries_start(enc, s, r, L):
     sits below that start."""
     o, rep = enc.o, s.reps[r]
     out = []
-    for k in range(len(rep.cache)):
-        e, start = rep.cache[k]
+    for k in range(len(rep.epoch_cache)):
+        e, start = rep.epoch_cache[k]
         mine = o.And(k < rep.clen, leader_of(o, s, e) == r)
         for _, present, slots in sources(enc, s):
             out += [implies(o, o.And(mine, present(j), slots[j][1] == e), j >= start) for j in range(L)]
@@ -92,7 +92,7 @@ def stale_fetch_names_its_entrys_epoch(enc, s, r):
     """A stale Fetch's last fetched epoch is its entry's epoch, or one its sender led without records.
 
     The last fetched epoch was its sender's latest cached epoch then."""
-    o, st, ep = enc.o, s.stale[r], s.hist.sentry[r][1]          # the stale entry's epoch
+    o, st, ep = enc.o, s.stale[r], s.hist.stale_entry[r][1]          # the stale entry's epoch
     return implies(o, o.And(st.kind == FETCH, st.last_fetched_epoch != UNDEF),
                    o.Or(o.And(st.fetch_offset > 0, ep == st.last_fetched_epoch),
                         leader_of(o, s, st.last_fetched_epoch) == r))
@@ -104,7 +104,7 @@ def not_yet_in_office(o, s):
     """The controller names a leader that has not taken office (neither its leader epoch nor its
     cache has the controller's epoch): nobody has answered at that epoch yet."""
     return o.And(s.ctl.leader != UNDEF, *[
-        implies(o, s.ctl.leader == x, o.And(rx.lepoch < s.ctl.epoch, latest_cached_epoch(o, rx) < s.ctl.epoch))
+        implies(o, s.ctl.leader == x, o.And(rx.leader_epoch < s.ctl.epoch, latest_cached_epoch(o, rx) < s.ctl.epoch))
         for x, rx in enumerate(s.reps)])
 
 
@@ -124,7 +124,7 @@ LASTS = (("to the controller's", past_controllers),
 
 def led_since(o, s, r, e, last, E):
     """r led every epoch from e on, up to the last (``last`` says which epochs are past it)."""
-    return o.And(o.Not(last(o, s, e)), *[o.Or(last(o, s, k), s.hist.eleader[k] == r) for k in range(e, E + 1)])
+    return o.And(o.Not(last(o, s, e)), *[o.Or(last(o, s, k), s.hist.epoch_leader[k] == r) for k in range(e, E + 1)])
 
 
 def holds_exposed(o, s, rep, j):
@@ -140,7 +140,7 @@ def below_hw(o, s, rep, j):
 def exposed_held_by_the_leaders_since(enc, s, r, last, fact, L, E):
     """A replica that led every epoch since the one that exposed an offset holds it (or has it below its HW)."""
     o, h, rep = enc.o, s.hist, s.reps[r]
-    return o.And(*[implies(o, o.And(j < h.xlen, o.Or(*[o.And(h.xepoch[j] == e, led_since(o, s, r, e, last, E))
+    return o.And(*[implies(o, o.And(j < h.xlen, o.Or(*[o.And(h.exposed_epoch[j] == e, led_since(o, s, r, e, last, E))
                                                        for e in range(E + 1)])),
                            fact(o, s, rep, j)) for j in range(L)])
 
@@ -168,8 +168,8 @@ def exposer_took_office(enc, s, L):
     epoch."""
     o, h = enc.o, s.hist
     return o.And(*[implies(o, j < h.xlen, o.Or(*[
-        o.And(leader_of(o, s, h.xepoch[j]) == x,
-              o.Or(rx.lepoch >= h.xepoch[j], latest_cached_epoch(o, rx) >= h.xepoch[j]))
+        o.And(leader_of(o, s, h.exposed_epoch[j]) == x,
+              o.Or(rx.leader_epoch >= h.exposed_epoch[j], latest_cached_epoch(o, rx) >= h.exposed_epoch[j]))
         for x, rx in enumerate(s.reps)])) for j in range(L)])
 
 
@@ -179,8 +179,8 @@ def exposer_not_behind(enc, s, L):
     The same said without the cache (a restart trims an epoch cached without records): a restart
     clears its role; become_leader and become_follower then take the controller's epoch."""
     o, h = enc.o, s.hist
-    return o.And(*[implies(o, o.And(j < h.xlen, leader_of(o, s, h.xepoch[j]) == x, rx.alive, rx.role != NONE),
-                           rx.lepoch >= h.xepoch[j])
+    return o.And(*[implies(o, o.And(j < h.xlen, leader_of(o, s, h.exposed_epoch[j]) == x, rx.alive, rx.role != NONE),
+                           rx.leader_epoch >= h.exposed_epoch[j])
                    for j in range(L) for x, rx in enumerate(s.reps)])
 
 
@@ -188,7 +188,7 @@ def exposer_not_behind(enc, s, L):
 
 def failovers(o, s, E, pending=()):
     """How many epochs handed out were led by other than the preferred replica (plus ``pending``)."""
-    return o.Sum([o.And(e <= s.ctl.epoch, s.hist.eleader[e] != PREFERRED) for e in range(1, E + 1)] + list(pending))
+    return o.Sum([o.And(e <= s.ctl.epoch, s.hist.epoch_leader[e] != PREFERRED) for e in range(1, E + 1)] + list(pending))
 
 
 def failovers_within_bounces(enc, s, E):
@@ -197,7 +197,7 @@ def failovers_within_bounces(enc, s, E):
     Only the preferred replica is elected without a failure first (elect_preferred): a crash, a
     session expiry, a controlled shutdown, a power failure; one election per bounce."""
     o, h = enc.o, s.hist
-    return failovers(o, s, E) <= h.crashes + h.pfails
+    return failovers(o, s, E) <= h.crashes + h.power_failures
 
 
 def pending_election(o, s):
@@ -211,7 +211,7 @@ def pending_election(o, s):
 def failovers_and_pending_within_bounces(enc, s, E):
     """The failovers and the bounce whose election is still to come are within the bounces used."""
     o, h = enc.o, s.hist
-    return failovers(o, s, E, [pending_election(o, s)]) <= h.crashes + h.pfails
+    return failovers(o, s, E, [pending_election(o, s)]) <= h.crashes + h.power_failures
 
 
 def failovers_pending_and_down_within_bounces(enc, s, E):
@@ -223,14 +223,14 @@ def failovers_pending_and_down_within_bounces(enc, s, E):
     defaults: records=1 crashes=2 max_epoch=5 proves with it and not without (docs/proofs.md)."""
     o, c = enc.o, s.ctl
     down = [o.And(o.Not(rep.alive), c.live[r], c.leader != r) for r, rep in enumerate(s.reps)]
-    return failovers(o, s, E, [pending_election(o, s)] + down) <= s.hist.crashes + s.hist.pfails
+    return failovers(o, s, E, [pending_election(o, s)] + down) <= s.hist.crashes + s.hist.power_failures
 
 
 # ---------------------------------------------------------------- the controller hands each epoch out once
 
 def first_leader(enc, s):
     """The controller hands each epoch out once: epoch 0's leader is the preferred replica."""
-    return s.hist.eleader[0] == PREFERRED
+    return s.hist.epoch_leader[0] == PREFERRED
 
 
 def controllers_leader(enc, s):
@@ -242,7 +242,7 @@ def controllers_leader(enc, s):
 def none_ahead(enc, s):
     """No epoch past the controller's has a leader."""
     o = enc.o
-    return o.And(*[implies(o, e > s.ctl.epoch, x == UNDEF) for e, x in enumerate(s.hist.eleader)])
+    return o.And(*[implies(o, e > s.ctl.epoch, x == UNDEF) for e, x in enumerate(s.hist.epoch_leader)])
 
 
 def handed_out_after(o, s, k, e):
@@ -260,8 +260,8 @@ def exposed_by_later_leaders(enc, s, L, E):
     out = []
     for j in range(L):
         for e in range(1, E + 1):
-            named = o.And(j < h.xlen, handed_out_after(o, s, h.xepoch[j], e))
-            out += [implies(o, o.And(named, h.eleader[e] == x), holds_at(o, rx, j, h.exposed[j]))
+            named = o.And(j < h.xlen, handed_out_after(o, s, h.exposed_epoch[j], e))
+            out += [implies(o, o.And(named, h.epoch_leader[e] == x), holds_at(o, rx, j, h.exposed[j]))
                     for x, rx in enumerate(s.reps)]
     return o.And(*out)
 
@@ -272,7 +272,7 @@ def newer_named_in_stale_view(enc, s, l, x, E):
     NewerLeaderInStaleView, said of every newer epoch, not only the controller's: it was elected
     from an ISR the stale leader could shrink only at its own epoch, through its view."""
     o, rl = enc.o, s.reps[l]
-    newer = o.Or(*[o.And(handed_out_after(o, s, rl.lepoch, e), s.hist.eleader[e] == x) for e in range(1, E + 1)])
+    newer = o.Or(*[o.And(handed_out_after(o, s, rl.leader_epoch, e), s.hist.epoch_leader[e] == x) for e in range(1, E + 1)])
     return implies(o, o.And(leads(o, rl), newer), rl.isr[x])
 
 
@@ -281,7 +281,7 @@ def unsucceeded(o, s, r, E):
     has led since, whatever the others' caches forgot (a restart trims an epoch cached without
     records), so nobody else exposed anything."""
     rep = s.reps[r]
-    return o.And(leads(o, rep), *[implies(o, handed_out_after(o, s, rep.lepoch, e), s.hist.eleader[e] == r)
+    return o.And(leads(o, rep), *[implies(o, handed_out_after(o, s, rep.leader_epoch, e), s.hist.epoch_leader[e] == r)
                                   for e in range(1, E + 1)])
 
 
@@ -290,15 +290,15 @@ def last_known_leader_led(enc, s, n):
 
     The ISR became empty when that leader left it; no election since, which clears it."""
     o, c = enc.o, s.ctl
-    if not c.lke:
+    if not c.last_known_elr:
         return True
-    return o.And(*[implies(o, c.lke[x], leader_of(o, s, c.epoch) == x) for x in range(n)])
+    return o.And(*[implies(o, c.last_known_elr[x], leader_of(o, s, c.epoch) == x) for x in range(n)])
 
 
 def every_epoch_led(enc, s):
     """Every epoch the controller handed out names a leader."""
     o = enc.o
-    return o.And(*[implies(o, e <= s.ctl.epoch, x != UNDEF) for e, x in enumerate(s.hist.eleader)])
+    return o.And(*[implies(o, e <= s.ctl.epoch, x != UNDEF) for e, x in enumerate(s.hist.epoch_leader)])
 
 
 def epoch_leader_templates(n: int, L: int, E: int, cached: bool) -> List[Lemma]:

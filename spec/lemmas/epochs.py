@@ -32,7 +32,7 @@ ROLE_GUARDS = {
 def epoch_bound(enc, s, r, guard, L):
     """No entry of r's log is above r's leader epoch (under ``guard``: r's role)."""
     o, rep = enc.o, s.reps[r]
-    return implies(o, guard(o, s, r), o.And(*[implies(o, j < rep.leo, rep.log[j][1] <= rep.lepoch)
+    return implies(o, guard(o, s, r), o.And(*[implies(o, j < rep.leo, rep.log[j][1] <= rep.leader_epoch)
                                               for j in range(L)]))
 
 
@@ -40,7 +40,7 @@ def response_bound(enc, s, f, l, L):
     """A FetchResponse from l, while l leads, carries no entry above l's leader epoch."""
     o, m, rep = enc.o, s.msgs[f], s.reps[l]
     sent = o.And(m.kind == FETCH_RESPONSE, m.leader == l, rep.role == LEADER)
-    return implies(o, sent, o.And(*[implies(o, o.And(m.start <= j, j < m.leader_leo), m.recs[j][1] <= rep.lepoch)
+    return implies(o, sent, o.And(*[implies(o, o.And(m.start <= j, j < m.leader_leo), m.recs[j][1] <= rep.leader_epoch)
                                     for j in range(L)]))
 
 
@@ -48,12 +48,12 @@ def response_to_follower(enc, s, f, L):
     """A FetchResponse carries no entry above the leader epoch of the follower it answers."""
     o, m, rep = enc.o, s.msgs[f], s.reps[f]
     return implies(o, m.kind == FETCH_RESPONSE, o.And(*[implies(o, o.And(m.start <= j, j < m.leader_leo),
-                                                                m.recs[j][1] <= rep.lepoch) for j in range(L)]))
+                                                                m.recs[j][1] <= rep.leader_epoch) for j in range(L)]))
 
 
 def not_in_office(enc, s, r):
     """r's leader epoch is below the controller's."""
-    return s.reps[r].lepoch < s.ctl.epoch
+    return s.reps[r].leader_epoch < s.ctl.epoch
 
 
 def not_cached(enc, s, r):
@@ -66,15 +66,15 @@ def not_yet_held(enc, s, r, x, pending_guard, cached, C, L):
     """The replica the controller named has not taken office: nobody holds its epoch yet."""
     o, c, rx = enc.o, s.ctl, s.reps[x]
     pending = o.And(c.leader == r, pending_guard(enc, s, r))
-    cache = [implies(o, k < rx.clen, rx.cache[k][0] < c.epoch) for k in range(C)] if cached else []
+    cache = [implies(o, k < rx.clen, rx.epoch_cache[k][0] < c.epoch) for k in range(C)] if cached else []
     return implies(o, pending, o.And(*[implies(o, j < rx.leo, rx.log[j][1] < c.epoch) for j in range(L)],
-                                     *cache, o.Or(rx.role != LEADER, rx.lepoch < c.epoch)))
+                                     *cache, o.Or(rx.role != LEADER, rx.leader_epoch < c.epoch)))
 
 
 def response_not_yet_held(enc, s, r, f, L):
     """While the replica the controller named has not taken office, no FetchResponse carries its epoch."""
     o, c, m = enc.o, s.ctl, s.msgs[f]
-    pending = o.And(c.leader == r, s.reps[r].lepoch < c.epoch, m.kind == FETCH_RESPONSE)
+    pending = o.And(c.leader == r, s.reps[r].leader_epoch < c.epoch, m.kind == FETCH_RESPONSE)
     return implies(o, pending, o.And(*[implies(o, o.And(m.start <= j, j < m.leader_leo), m.recs[j][1] < c.epoch)
                                        for j in range(L)]))
 
@@ -82,13 +82,13 @@ def response_not_yet_held(enc, s, r, f, L):
 def cache_below_controller(enc, s, r, C):
     """No cached epoch is above the controller's epoch."""
     o, rep = enc.o, s.reps[r]
-    return o.And(*[implies(o, k < rep.clen, rep.cache[k][0] <= s.ctl.epoch) for k in range(C)])
+    return o.And(*[implies(o, k < rep.clen, rep.epoch_cache[k][0] <= s.ctl.epoch) for k in range(C)])
 
 
 def cache_starts_in_log(enc, s, r, C):
     """Every cached epoch starts at or below the LEO."""
     o, rep = enc.o, s.reps[r]
-    return o.And(*[implies(o, k < rep.clen, rep.cache[k][1] <= rep.leo) for k in range(C)])
+    return o.And(*[implies(o, k < rep.clen, rep.epoch_cache[k][1] <= rep.leo) for k in range(C)])
 
 
 def cache_covers(enc, s, r, C, L):
@@ -97,23 +97,23 @@ def cache_covers(enc, s, r, C, L):
     cs = []
     for k in range(C):
         for j in range(L):
-            nxt_start = rep.cache[k + 1][1] if k + 1 < C else L + 1
-            inside = o.And(k < rep.clen, rep.cache[k][1] <= j, o.Or(k + 1 >= rep.clen, j < nxt_start), j < rep.leo)
-            cs.append(implies(o, inside, rep.log[j][1] == rep.cache[k][0]))
+            nxt_start = rep.epoch_cache[k + 1][1] if k + 1 < C else L + 1
+            inside = o.And(k < rep.clen, rep.epoch_cache[k][1] <= j, o.Or(k + 1 >= rep.clen, j < nxt_start), j < rep.leo)
+            cs.append(implies(o, inside, rep.log[j][1] == rep.epoch_cache[k][0]))
     return o.And(*cs)
 
 
 def cache_from_zero(enc, s, r):
     """A non-empty log's cache starts at offset 0."""
     o, rep = enc.o, s.reps[r]
-    return implies(o, rep.leo > 0, o.And(rep.clen > 0, rep.cache[0][1] == 0))
+    return implies(o, rep.leo > 0, o.And(rep.clen > 0, rep.epoch_cache[0][1] == 0))
 
 
 def cache_has_every_epoch(enc, s, r, C, L):
     """The epoch of every entry in the log is cached, starting at or below it."""
     o, rep = enc.o, s.reps[r]
-    return o.And(*[implies(o, j < rep.leo, o.Or(*[o.And(k < rep.clen, rep.cache[k][0] == rep.log[j][1],
-                                                        rep.cache[k][1] <= j) for k in range(C)]))
+    return o.And(*[implies(o, j < rep.leo, o.Or(*[o.And(k < rep.clen, rep.epoch_cache[k][0] == rep.log[j][1],
+                                                        rep.epoch_cache[k][1] <= j) for k in range(C)]))
                    for j in range(L)])
 
 
@@ -126,7 +126,7 @@ def cached_epoch_of_leader_has_records(enc, s, r, holder, role, C):
     while r follows."""
     o, rep, h = enc.o, s.reps[r], s.reps[holder]
     return implies(o, o.And(h.alive, h.role == role),
-                   o.And(*[implies(o, o.And(k < rep.clen, rep.cache[k][0] == h.lepoch), rep.cache[k][1] < rep.leo)
+                   o.And(*[implies(o, o.And(k < rep.clen, rep.epoch_cache[k][0] == h.leader_epoch), rep.epoch_cache[k][1] < rep.leo)
                            for k in range(C)]))
 
 
@@ -138,7 +138,7 @@ def recordless_epoch_named_its_holder(enc, s, r, C):
     it; while the controller is still at that epoch it names that replica or none (every election
     in spec/actions.py hands out a new leader epoch)."""
     o, rep, c = enc.o, s.reps[r], s.ctl
-    return o.And(*[implies(o, o.And(recordless(o, rep, k), rep.cache[k][0] == c.epoch),
+    return o.And(*[implies(o, o.And(recordless(o, rep, k), rep.epoch_cache[k][0] == c.epoch),
                            o.Or(c.leader == r, c.leader == UNDEF)) for k in range(C)])
 
 
@@ -154,7 +154,7 @@ def recordless_epoch_only_with_a_role(enc, s, r, C):
 def recordless_epoch_held_once(enc, s, a, b, C):
     """Two replicas never both cache one epoch with none of its records: both would have led it."""
     o, ra, rb = enc.o, s.reps[a], s.reps[b]
-    return o.And(*[o.Not(o.And(recordless(o, ra, i), recordless(o, rb, j), ra.cache[i][0] == rb.cache[j][0]))
+    return o.And(*[o.Not(o.And(recordless(o, ra, i), recordless(o, rb, j), ra.epoch_cache[i][0] == rb.epoch_cache[j][0]))
                    for i in range(C) for j in range(C)])
 
 
@@ -166,7 +166,7 @@ def recordless_epoch_unwritten(enc, s, r, C, L):
     never answers a Fetch whose last fetched epoch is one (the sender has no such epoch to validate
     it with)."""
     o, rep = enc.o, s.reps[r]
-    return o.And(*[implies(o, o.And(recordless(o, rep, k), present(j)), slots[j][1] != rep.cache[k][0])
+    return o.And(*[implies(o, o.And(recordless(o, rep, k), present(j)), slots[j][1] != rep.epoch_cache[k][0])
                    for k in range(C) for _, present, slots in sources(enc, s) for j in range(L)])
 
 
@@ -180,13 +180,13 @@ def cache_latest_above_log(enc, s, r, L):
 def cache_latest_below_epoch(enc, s, r, guard):
     """The latest cached epoch is at most r's leader epoch (under ``guard``: r's role)."""
     o, rep = enc.o, s.reps[r]
-    return implies(o, guard(o, s, r), enc.latest_epoch(rep) <= rep.lepoch)
+    return implies(o, guard(o, s, r), enc.latest_epoch(rep) <= rep.leader_epoch)
 
 
 def cache_latest_is_epoch(enc, s, r, guard):
     """The latest cached epoch is r's leader epoch (under ``guard``: r's role)."""
     o, rep = enc.o, s.reps[r]
-    return implies(o, guard(o, s, r), enc.latest_epoch(rep) == rep.lepoch)
+    return implies(o, guard(o, s, r), enc.latest_epoch(rep) == rep.leader_epoch)
 
 
 def epoch_templates(n: int, L: int, C: int, cached: bool) -> List[Lemma]:

@@ -19,7 +19,7 @@ def r_leads(o, s, r):
 
 def its_leader_epoch(o, s, r):
     """r's leader epoch."""
-    return s.reps[r].lepoch
+    return s.reps[r].leader_epoch
 
 
 def named(o, s, r):
@@ -52,13 +52,13 @@ def exposed_held_by_epoch(enc, s, r, guard, epoch, strict, L):
     o, rep, h = enc.o, s.reps[r], s.hist
     e = epoch(o, s, r)
     return implies(o, guard(o, s, r), o.And(*[implies(o, j < h.xlen, implies(
-        o, h.xepoch[j] < e if strict else h.xepoch[j] <= e, holds_at(o, rep, j, h.exposed[j]))) for j in range(L)]))
+        o, h.exposed_epoch[j] < e if strict else h.exposed_epoch[j] <= e, holds_at(o, rep, j, h.exposed[j]))) for j in range(L)]))
 
 
 def exposed_in_its_epoch_below_hw(enc, s, r, L):
     """What a leader exposed in its epoch is below its HW (a leader's HW never falls)."""
     o, rep, h = enc.o, s.reps[r], s.hist
-    return implies(o, leads(o, rep), o.And(*[implies(o, j < h.xlen, implies(o, h.xepoch[j] == rep.lepoch, j < rep.hw))
+    return implies(o, leads(o, rep), o.And(*[implies(o, j < h.xlen, implies(o, h.exposed_epoch[j] == rep.leader_epoch, j < rep.hw))
                                              for j in range(L)]))
 
 
@@ -69,7 +69,7 @@ def hw_exposed_by_its_epoch(enc, s, r, role, L):
     neither HW outlives a change of epoch upward (a zombie keeps the HW of its own epoch)."""
     o, rep, h = enc.o, s.reps[r], s.hist
     return implies(o, o.And(rep.alive, rep.role == role),
-                   o.And(*[implies(o, j < rep.hw, o.And(j < h.xlen, h.xepoch[j] <= rep.lepoch)) for j in range(L)]))
+                   o.And(*[implies(o, j < rep.hw, o.And(j < h.xlen, h.exposed_epoch[j] <= rep.leader_epoch)) for j in range(L)]))
 
 
 def exposed_by_its_epoch_sole_member(enc, s, r, L):
@@ -79,26 +79,26 @@ def exposed_by_its_epoch_sole_member(enc, s, r, L):
     no other replica took office and exposed records after its epoch."""
     o, rep, h = enc.o, s.reps[r], s.hist
     return implies(o, alone_in_its_isr_view(o, s, r),
-                   o.And(*[implies(o, j < h.xlen, h.xepoch[j] <= rep.lepoch) for j in range(L)]))
+                   o.And(*[implies(o, j < h.xlen, h.exposed_epoch[j] <= rep.leader_epoch) for j in range(L)]))
 
 
 def exposed_entry_not_newer(enc, s, r, L):
     """A copy of an exposed record carries an epoch no newer than the one that exposed it."""
     o, rep, h = enc.o, s.reps[r], s.hist
-    return o.And(*[implies(o, j < h.xlen, implies(o, holds_at(o, rep, j, h.exposed[j]), rep.log[j][1] <= h.xepoch[j]))
+    return o.And(*[implies(o, j < h.xlen, implies(o, holds_at(o, rep, j, h.exposed[j]), rep.log[j][1] <= h.exposed_epoch[j]))
                    for j in range(L)])
 
 
 def exposed_epochs_ordered(enc, s, L):
     """Offsets are exposed in order of epoch: a later offset by the same epoch or a later one."""
     o, h = enc.o, s.hist
-    return o.And(*[implies(o, j + 1 < h.xlen, h.xepoch[j] <= h.xepoch[j + 1]) for j in range(L - 1)])
+    return o.And(*[implies(o, j + 1 < h.xlen, h.exposed_epoch[j] <= h.exposed_epoch[j + 1]) for j in range(L - 1)])
 
 
 def exposed_epoch_within_controller(enc, s, L):
     """No offset was exposed by an epoch the controller has not handed out."""
     o, h = enc.o, s.hist
-    return o.And(*[implies(o, j < h.xlen, h.xepoch[j] <= s.ctl.epoch) for j in range(L)])
+    return o.And(*[implies(o, j < h.xlen, h.exposed_epoch[j] <= s.ctl.epoch) for j in range(L)])
 
 
 def exposed_epoch_templates(n: int, L: int) -> List[Lemma]:

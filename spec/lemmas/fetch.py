@@ -23,7 +23,7 @@ def sender_leads(o, s, l, f):
 
 def sender_at_followers_epoch(o, s, l, f):
     """l leads at f's leader epoch."""
-    return o.And(leads(o, s.reps[l]), s.reps[l].lepoch == s.reps[f].lepoch)
+    return o.And(leads(o, s.reps[l]), s.reps[l].leader_epoch == s.reps[f].leader_epoch)
 
 
 GUARDS = {
@@ -54,7 +54,7 @@ def fetch_within_sender(enc, s, f, l, guard):
     """f's Fetch to l carries f's leader epoch and a fetch offset within l's log."""
     o, m, rep = enc.o, s.msgs[f], s.reps[l]
     asked = o.And(m.kind == FETCH, m.leader == l, guard(o, s, l, f))
-    return implies(o, asked, o.And(m.current_leader_epoch == s.reps[f].lepoch, m.fetch_offset <= rep.leo))
+    return implies(o, asked, o.And(m.current_leader_epoch == s.reps[f].leader_epoch, m.fetch_offset <= rep.leo))
 
 
 def fetch_templates(n: int, L: int) -> List[Lemma]:

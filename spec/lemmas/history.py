@@ -56,13 +56,13 @@ def r_leads(o, s, r):
 
 def leads_at_controllers_epoch(o, s, r):
     """r leads at the controller's epoch."""
-    return o.And(leads(o, s.reps[r]), s.reps[r].lepoch == s.ctl.epoch)
+    return o.And(leads(o, s.reps[r]), s.reps[r].leader_epoch == s.ctl.epoch)
 
 
 def newest_leader(o, s, r):
     """r leads and no replica has heard of a newer epoch (by its leader epoch or its cache)."""
     return o.And(leads(o, s.reps[r]), *[
-        o.And(x.lepoch <= s.reps[r].lepoch, latest_cached_epoch(o, x) <= s.reps[r].lepoch) for x in s.reps])
+        o.And(x.leader_epoch <= s.reps[r].leader_epoch, latest_cached_epoch(o, x) <= s.reps[r].leader_epoch) for x in s.reps])
 
 
 def anyone(o, s, r):
@@ -113,7 +113,7 @@ def leader_leads(enc, s, l):
 
 def its_leader_epoch(enc, s, rep):
     """The replica's leader epoch."""
-    return rep.lepoch
+    return rep.leader_epoch
 
 
 def controllers_epoch(enc, s, rep):

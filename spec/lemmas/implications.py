@@ -79,13 +79,13 @@ def message_only_of_a_follower(enc, s, r):
 def requests_carry_leader_epoch(enc, s, r):
     """A replica's Fetch or OffsetsForLeaderEpoch request carries its leader epoch."""
     o, m, rep = enc.o, s.msgs[r], s.reps[r]
-    return implies(o, o.Or(m.kind == FETCH, m.kind == EPOCH_REQUEST), m.current_leader_epoch == rep.lepoch)
+    return implies(o, o.Or(m.kind == FETCH, m.kind == EPOCH_REQUEST), m.current_leader_epoch == rep.leader_epoch)
 
 
 def stale_fetch_epoch_within(enc, s, r):
     """A replica's stale Fetch carries an epoch at most its own."""
     o, m, rep = enc.o, s.stale[r], s.reps[r]
-    return implies(o, m.kind != NO_MSG, m.current_leader_epoch <= rep.lepoch)
+    return implies(o, m.kind != NO_MSG, m.current_leader_epoch <= rep.leader_epoch)
 
 
 def stale_fetch_epoch_within_unless_restarted(enc, s, r):
@@ -94,7 +94,7 @@ def stale_fetch_epoch_within_unless_restarted(enc, s, r):
     A stop forgets the leader epoch (UNDEF) and keeps the Fetch out; the next LeaderAndIsr brings
     the controller's epoch, never below the Fetch's."""
     o, m, rep = enc.o, s.stale[r], s.reps[r]
-    return implies(o, m.kind != NO_MSG, o.Or(m.current_leader_epoch <= rep.lepoch, rep.lepoch == UNDEF))
+    return implies(o, m.kind != NO_MSG, o.Or(m.current_leader_epoch <= rep.leader_epoch, rep.leader_epoch == UNDEF))
 
 
 MESSAGES = (("a follower's leader is another replica", followers_leader_is_another),
@@ -115,17 +115,17 @@ MESSAGES = (("a follower's leader is another replica", followers_leader_is_anoth
 
 def named_not_in_office(o, s, l):
     """The controller names l, whose leader epoch is still below the controller's."""
-    return o.And(s.ctl.leader == l, s.reps[l].lepoch < s.ctl.epoch)
+    return o.And(s.ctl.leader == l, s.reps[l].leader_epoch < s.ctl.epoch)
 
 
 def fetching_at_new_epoch_empty(o, s, f):
     """A fetching follower at the controller's epoch has an empty log."""
-    return implies(o, o.And(s.reps[f].lepoch == s.ctl.epoch, s.reps[f].truncating == FETCHING), s.reps[f].leo == 0)
+    return implies(o, o.And(s.reps[f].leader_epoch == s.ctl.epoch, s.reps[f].truncating == FETCHING), s.reps[f].leo == 0)
 
 
 def no_answer_at_new_epoch(o, s, f):
     """A follower at the controller's epoch has no answer in flight."""
-    return implies(o, s.reps[f].lepoch == s.ctl.epoch,
+    return implies(o, s.reps[f].leader_epoch == s.ctl.epoch,
                    o.And(s.msgs[f].kind != FETCH_RESPONSE, s.msgs[f].kind != EPOCH_RESPONSE))
 
 
@@ -164,13 +164,13 @@ def isr_not_empty(enc, s):
 def current_leader(enc, s, r):
     """A leader at the controller's epoch is the one it names (or the partition is offline)."""
     o, rep, c = enc.o, s.reps[r], s.ctl
-    return implies(o, o.And(rep.role == LEADER, rep.lepoch == c.epoch), o.Or(c.leader == r, c.leader == UNDEF))
+    return implies(o, o.And(rep.role == LEADER, rep.leader_epoch == c.epoch), o.Or(c.leader == r, c.leader == UNDEF))
 
 
 def one_leader_per_epoch(enc, s, a, b):
     """Two leaders hold different epochs."""
     o, ra, rb = enc.o, s.reps[a], s.reps[b]
-    return o.Not(o.And(ra.role == LEADER, rb.role == LEADER, ra.lepoch == rb.lepoch))
+    return o.Not(o.And(ra.role == LEADER, rb.role == LEADER, ra.leader_epoch == rb.leader_epoch))
 
 
 def implication_templates(n: int) -> List[Lemma]:

@@ -34,8 +34,8 @@ def newer_leader_in_stale_view(enc, s, l, x):
     Without an unclean election the controller elects from the ISR, which a leader shrinks only
     through its view."""
     o, rl, rx = enc.o, s.reps[l], s.reps[x]
-    newer = o.Or(o.And(leads(o, rx), rx.lepoch > rl.lepoch),
-                 o.And(s.ctl.leader == x, s.ctl.epoch > rl.lepoch))
+    newer = o.Or(o.And(leads(o, rx), rx.leader_epoch > rl.leader_epoch),
+                 o.And(s.ctl.leader == x, s.ctl.epoch > rl.leader_epoch))
     return implies(o, o.And(leads(o, rl), newer), rl.isr[x])
 
 
@@ -44,7 +44,7 @@ def newer_epoch_holder_in_stale_view(enc, s, l, x):
 
     With two replicas that replica wrote it as the newer leader; with more the prefilter decides."""
     o, rl, rx = enc.o, s.reps[l], s.reps[x]
-    newer = o.Or(*[o.And(j < rx.leo, rx.log[j][1] > rl.lepoch) for j in range(len(rx.log))])
+    newer = o.Or(*[o.And(j < rx.leo, rx.log[j][1] > rl.leader_epoch) for j in range(len(rx.log))])
     return implies(o, o.And(leads(o, rl), newer), rl.isr[x])
 
 
@@ -57,7 +57,7 @@ def last_known_leader_led_the_epoch(enc, s, l, x):
     if not c.elr:
         return True
     return implies(o, last_known_electable(o, s, l),
-                   o.Not(o.And(leads(o, rx), rx.lepoch == c.epoch)))
+                   o.Not(o.And(leads(o, rx), rx.leader_epoch == c.epoch)))
 
 
 def isr_templates(n: int) -> List[Lemma]:

@@ -57,7 +57,7 @@ def leader_holds_office(enc, s, l):
 
 def leader_epoch(enc, s, l):
     """l's leader epoch."""
-    return s.reps[l].lepoch
+    return s.reps[l].leader_epoch
 
 
 def controller_epoch(enc, s, l):

@@ -24,7 +24,7 @@ def hw(s, r):
 
 def leader_epoch(s, r):
     """r's leader epoch."""
-    return s.reps[r].lepoch
+    return s.reps[r].leader_epoch
 
 
 def controller_epoch(s):
@@ -60,7 +60,7 @@ def followed_leader_order(enc, s, a, b, fa, fb):
     """A follower at its leader's epoch is not ahead of its leader (HW, HW against LEO, epoch)."""
     o = enc.o
     return implies(o, o.And(leads(o, s.reps[b]), s.reps[a].role == FOLLOWER,
-                            s.reps[a].leader == b, s.reps[a].lepoch == s.reps[b].lepoch), fa(s, a) <= fb(s, b))
+                            s.reps[a].leader == b, s.reps[a].leader_epoch == s.reps[b].leader_epoch), fa(s, a) <= fb(s, b))
 
 
 def hw_is_lowest_isr_leo(enc, s, l, n):
@@ -69,7 +69,7 @@ def hw_is_lowest_isr_leo(enc, s, l, n):
     maybeIncrementLeaderHW runs after every step that moves a leader's LEO, a follower's remote LEO
     or the ISR view."""
     o, rep = enc.o, s.reps[l]
-    return implies(o, leads(o, rep), o.Or(rep.hw >= rep.leo, *[o.And(rep.isr[f], rep.remote[f] <= rep.hw)
+    return implies(o, leads(o, rep), o.Or(rep.hw >= rep.leo, *[o.And(rep.isr[f], rep.remote_leo[f] <= rep.hw)
                                                                for f in range(n) if f != l]))
 
 

@@ -19,13 +19,13 @@ def holds_stale_entry(o, st, rep, rec):
 def validates(enc, rx, st):
     """rx's epoch cache validates the Fetch ``st``: endOffsetFor its last fetched epoch is that epoch,
     ending at or past its offset."""
-    e, end = enc.end_offset_for(rx.cache, rx.clen, rx.leo, st.last_fetched_epoch)
+    e, end = enc.end_offset_for(rx.epoch_cache, rx.clen, rx.leo, st.last_fetched_epoch)
     return enc.o.And(st.last_fetched_epoch != UNDEF, e == st.last_fetched_epoch, end >= st.fetch_offset)
 
 
 def stale_entry_present(enc, s, f):
     """A stale Fetch past offset 0 has an entry below its offset, produced, within its last fetched epoch; else none."""
-    o, st, (rec, ep) = enc.o, s.stale[f], s.hist.sentry[f]
+    o, st, (rec, ep) = enc.o, s.stale[f], s.hist.stale_entry[f]
     asked = o.And(st.kind == FETCH, st.fetch_offset > 0)
     return o.And(implies(o, asked, o.And(rec != UNDEF, ep != UNDEF, ep <= st.last_fetched_epoch,
                                          rec < s.hist.produced)),
@@ -34,7 +34,7 @@ def stale_entry_present(enc, s, f):
 
 def stale_entry_at_one_offset(enc, s, f, i, L):
     """A record sits at one offset with one epoch everywhere: so does the stale entry."""
-    o, st, (rec, ep) = enc.o, s.stale[f], s.hist.sentry[f]
+    o, st, (rec, ep) = enc.o, s.stale[f], s.hist.stale_entry[f]
     _, inside, sl = source(enc, s, i)
     return implies(o, o.And(st.kind == FETCH, st.fetch_offset > 0), o.And(*[
         implies(o, o.And(inside(j), sl[j][0] == rec), o.And(j == st.fetch_offset - 1, sl[j][1] == ep))
@@ -43,7 +43,7 @@ def stale_entry_at_one_offset(enc, s, f, i, L):
 
 def stale_entry_held_by_sender(enc, s, f):
     """The sender of a stale Fetch still holds the entry below its offset."""
-    o, st, rf, rec = enc.o, s.stale[f], s.reps[f], s.hist.sentry[f][0]
+    o, st, rf, rec = enc.o, s.stale[f], s.reps[f], s.hist.stale_entry[f][0]
     return implies(o, o.And(st.kind == FETCH, st.fetch_offset > 0), holds_stale_entry(o, st, rf, rec))
 
 
@@ -56,14 +56,14 @@ def held_while_acted_on(enc, s, f, validating=False, pending=False):
     ``pending``: also while its receiver has not reached the Fetch's epoch (by leader epoch or
     cache): its sender sent it at that epoch, and nobody answers at an epoch before its leader
     takes office."""
-    o, st, rec = enc.o, s.stale[f], s.hist.sentry[f][0]          # the stale entry's record
+    o, st, rec = enc.o, s.stale[f], s.hist.stale_entry[f][0]          # the stale entry's record
     acted = []
     for x, rx in enumerate(s.reps):
         live = enc.accepts(rx, st.current_leader_epoch)
         if validating:
             live = o.And(live, validates(enc, rx, st))
         if pending:
-            live = o.Or(live, o.And(rx.lepoch < st.current_leader_epoch,
+            live = o.Or(live, o.And(rx.leader_epoch < st.current_leader_epoch,
                                     latest_cached_epoch(o, rx) < st.current_leader_epoch))
         acted.append(o.And(st.leader == x, live))
     return implies(o, o.And(st.kind == FETCH, st.fetch_offset > 0, o.Or(*acted)), holds_stale_entry(o, st, s.reps[f], rec))
@@ -76,7 +76,7 @@ def held_within_its_epoch(enc, s, f):
     epoch's leader alone; where that leader's cache validates the Fetch its log agrees with the
     sender's up to the offset, so no answer cut the sender below it (whatever the receiver's role:
     a restart keeps its log and cache)."""
-    o, st, rec = enc.o, s.stale[f], s.hist.sentry[f][0]
+    o, st, rec = enc.o, s.stale[f], s.hist.stale_entry[f][0]
     validated = [o.And(st.leader == x, validates(enc, rx, st)) for x, rx in enumerate(s.reps)]
     return implies(o, o.And(st.kind == FETCH, st.fetch_offset > 0, st.current_leader_epoch == s.ctl.epoch,
                             o.Or(*validated)),
@@ -87,7 +87,7 @@ def held_where_validated(enc, s, f, x):
     """A replica whose cache validates the stale Fetch holds the entry below it.
 
     Validates: endOffsetFor its last fetched epoch is that epoch, ending at or past the offset."""
-    o, st, rx, (rec, ep) = enc.o, s.stale[f], s.reps[x], s.hist.sentry[f]
+    o, st, rx, (rec, ep) = enc.o, s.stale[f], s.reps[x], s.hist.stale_entry[f]
     ok = o.And(st.kind == FETCH, st.fetch_offset > 0, validates(enc, rx, st))
     return implies(o, ok, o.And(holds_stale_entry(o, st, rx, rec),
                                 o.select([x_[1] for x_ in rx.log], st.fetch_offset - 1) == ep))

@@ -67,7 +67,7 @@ AUXILIARY = (
 
 
 # ---------------------------------------------------------------- candidates for `prove --discover`
-# Hand-written lemmas the templates of checker/houdini.py do not express. They are not conjoined by
+# Hand-written lemmas the templates of spec/lemmas/ do not express. They are not conjoined by
 # plain `prove`: `prove --discover` offers them as candidates, checks each on the states bfs reaches
 # (a lemma false in one is rejected before z3 sees it) and keeps it only if z3 finds it inductive.
 

@@ -7,6 +7,12 @@ step table and the OffsetsForLeaderEpoch exchange, seed 003 the broker code (ack
 min.insync.replicas, maybeIncrementLeaderHW, fetcher truncation, ISR expansion). Kafka methods are
 cited as ``Class.method @tag`` (sources under core/src/main/scala/kafka/ of apache/kafka); where a
 rule differs between releases the action reads the mode (spec/modes.py), which cites each release.
+
+Beside each action sits its z3 twin, ``<action>_terms(enc, s, *replicas) -> (guard, next state)``:
+the same rule over the term algebra of checker/symbolic.py's ``Encoding`` (``enc.o``: ``If``/``And``/
+``Or``/``Not``/``Sum``/``select``) and its state layout (spec/terms.py), so that one rule is read in
+one place (likewise ``<helper>_terms`` beside a helper). The encoding reaches them through ``TERMS``;
+tests/test_symbolic.py checks that the two agree on every mode. Nothing here imports z3.
 """
 
 from __future__ import annotations
@@ -16,9 +22,10 @@ from typing import NamedTuple, Optional
 from .config import Config
 from .log import append, epoch_start, latest_epoch, truncate
 from .modes import FETCHING, TRUNCATING, TRUNCATING_AGAIN, Mode, follower_truncation
-from .state import (EPOCH_REQUEST, EPOCH_RESPONSE, FETCH, FETCH_RESPONSE, FOLLOWER, LEADER, NONE, PREFERRED,
-                    UNDEFINED, Controller, EpochRequest, EpochResponse, Fetch, FetchResponse, History, Message,
-                    Replica, State, in_office)
+from .state import (EPOCH_REQUEST, EPOCH_RESPONSE, FETCH, FETCH_RESPONSE, FOLLOWER, LEADER, NO_MESSAGE, NONE,
+                    PREFERRED, UNDEFINED, Controller, EpochRequest, EpochResponse, Fetch, FetchResponse, History,
+                    Message, Replica, State, in_office)
+from .terms import ZERO, SCtl, SMsg, SRep, SState, equal, ite, tmin
 
 
 class Rules(NamedTuple):
@@ -188,6 +195,20 @@ def produce(s: State, rules: Rules, r: int) -> Optional[State]:
     return advance_hw(s, r, rules)  # the leader tries to move its HW on every append
 
 
+def produce_terms(enc, s, r):
+    """The z3 twin of ``produce``: (guard, next state) over the encoding's terms (checker/symbolic.py)."""
+    o, rep, cfg = enc.o, s.reps[r], enc.cfg
+    h = s.hist
+    guard = o.And(rep.alive, rep.role == LEADER, h.produced < cfg.records)
+    if cfg.acks == "all":
+        guard = o.And(guard, o.Sum(rep.isr) >= cfg.min_isr)
+    new = enc.append(rep, ((h.produced, rep.leader_epoch),), 1)
+    acked = h.acked if cfg.acks == "all" else \
+        tuple(o.If(h.produced == j, rep.leo, a) for j, a in enumerate(h.acked))
+    s = enc.set_replica(s, r, new)._replace(hist=h._replace(produced=h.produced + 1, acked=acked))
+    return guard, enc.advance_hw(s, r)
+
+
 def send_fetch(s: State, rules: Rules, f: int) -> Optional[State]:
     """A fetching follower asks its leader for records from its LEO (the fetch offset tells the
     leader the follower's LEO, seed 000 §一.2); the request carries its leader epoch."""
@@ -202,6 +223,17 @@ def send_fetch(s: State, rules: Rules, f: int) -> Optional[State]:
     # @2.8.0), and from 3.5 its broker epoch (KIP-903: FetchRequest ReplicaState.ReplicaEpoch)
     broker_epoch = s.controller.broker_epochs[f] if rules.mode.broker_epochs else 0
     return _send(s, f, Fetch(FETCH, rep.leader, rep.leader_epoch, rep.leo, latest_epoch(rep.epoch_cache), broker_epoch))
+
+
+def send_fetch_terms(enc, s, f):
+    """The z3 twin of ``send_fetch``: (guard, next state) over the encoding's terms (checker/symbolic.py)."""
+    o, rep = enc.o, s.reps[f]
+    guard = o.And(rep.alive, rep.role == FOLLOWER, rep.truncating == FETCHING, s.msgs[f].kind == NO_MESSAGE,
+                  enc.leader_alive(s, rep))
+    # truncation on fetch: the last fetched epoch and (KIP-903) the broker epoch (actions.send_fetch)
+    cd = () if not enc.tof else \
+        (enc.latest_epoch(rep), s.ctl.broker_epochs[f] if enc.mode.broker_epochs else 0)
+    return guard, enc.send(s, f, SMsg(FETCH, rep.leader, rep.leader_epoch, rep.leo, 0, (ZERO,) * enc.L, *cd))
 
 
 def _accepts(rules: Rules, leader: Replica, request_epoch: int) -> bool:
@@ -226,6 +258,19 @@ def _diverging(rules: Rules, leader: Replica, msg: Fetch) -> tuple:
     if epoch < msg.last_fetched_epoch or end < msg.fetch_offset:
         return (epoch, end)
     return ()
+
+
+def _diverging_terms(enc, leader: SRep, m):
+    """The z3 twin of ``_diverging``: (out of range, diverging, epoch, end) for a Fetch ``m`` (with truncation
+    on fetch the leader looks its last fetched epoch up with endOffsetFor)."""
+    o = enc.o
+    if not enc.tof:
+        return False, False, UNDEFINED, UNDEFINED
+    epoch, end = enc.end_offset_for(leader.epoch_cache, leader.clen, leader.leo, m.c)
+    lookup = m.c != UNDEFINED
+    out_of_range = o.And(lookup, o.Or(epoch == UNDEFINED, end == UNDEFINED))
+    diverging = o.And(lookup, o.Not(out_of_range), o.Or(epoch < m.c, end < m.b))
+    return out_of_range, diverging, epoch, end
 
 
 OUT_OF_RANGE = (UNDEFINED,)
@@ -261,6 +306,27 @@ def _read_for_follower(s: State, rules: Rules, l: int, f: int, msg: Fetch):
     return s, _response(l, records, hw, leader.leo, diverging)
 
 
+def _read_for_follower_terms(enc, s: SState, l: int, f: int, m):
+    """The z3 twin of ``_read_for_follower``: (state, FetchResponse) for the Fetch ``m`` (SMsg or SStale)."""
+    o, leader, mode = enc.o, s.reps[l], enc.mode
+    offset = m.b
+    out_of_range, diverging, epoch, end = _diverging_terms(enc, leader, m)
+    refused = o.Or(out_of_range, o.And(offset > leader.leo, o.Not(diverging)))
+    no_cd = (UNDEFINED, UNDEFINED) if enc.tof else ()
+    remote = tuple(offset if x == f else v for x, v in enumerate(leader.remote_leo))
+    rbe = tuple(m.d if x == f else v for x, v in enumerate(leader.remote_broker_epoch))   # empty without broker epochs
+    t = enc.advance_hw(enc.set_replica(s, l, leader._replace(remote_leo=remote, remote_broker_epoch=rbe)), l)
+    if not mode.diverging_fetch_updates_follower:
+        # actions._read_for_follower, KAFKA-13141's fix: a diverging Fetch leaves f's fetch state alone
+        t = ite(o, diverging, s, t)
+    hw = leader.hw if enc.cfg.response_hw == "before" else t.reps[l].hw
+    recs = tuple(ite(o, o.And(j >= offset, o.Not(diverging)), e, ZERO) for j, e in enumerate(leader.log))
+    cd = (o.If(diverging, epoch, UNDEFINED), o.If(diverging, end, UNDEFINED)) if enc.tof else ()
+    answer = SMsg(FETCH_RESPONSE, l, hw, leader.leo, o.If(diverging, leader.leo, offset), recs, *cd)
+    out_of_range_answer = SMsg(FETCH_RESPONSE, l, leader.hw, leader.leo, leader.leo, (ZERO,) * enc.L, *no_cd)
+    return ite(o, refused, s, t), ite(o, refused, out_of_range_answer, answer)
+
+
 def _response(l: int, records: tuple, hw: int, leader_leo: int, diverging: tuple) -> FetchResponse:
     if not diverging:
         return FetchResponse(FETCH_RESPONSE, l, records, hw, leader_leo)
@@ -278,6 +344,14 @@ def leader_handle_fetch(s: State, rules: Rules, l: int, f: int) -> Optional[Stat
     return _send(s, f, response)
 
 
+def leader_handle_fetch_terms(enc, s, l, f):
+    """The z3 twin of ``leader_handle_fetch``: (guard, next state) over the encoding's terms (checker/symbolic.py)."""
+    o, m = enc.o, s.msgs[f]
+    guard = o.And(m.kind == FETCH, m.peer == l, enc.accepts(s.reps[l], m.a))
+    t, response = _read_for_follower_terms(enc, s, l, f, m)
+    return guard, enc.send(t, f, response)
+
+
 def leader_handle_stale_fetch(s: State, rules: Rules, l: int, f: int) -> Optional[State]:
     """A Fetch that f sent before it stopped or restarted its fetcher reaches the leader anyway: the
     leader cannot tell (a fetch carries no broker epoch before KIP-903; KIP-320 fences only another
@@ -290,6 +364,16 @@ def leader_handle_stale_fetch(s: State, rules: Rules, l: int, f: int) -> Optiona
     if _accepts(rules, s.replicas[l], msg.current_leader_epoch):
         s, _ = _read_for_follower(s, rules, l, f, msg)
     return s
+
+
+def leader_handle_stale_fetch_terms(enc, s, l, f):
+    """The z3 twin of ``leader_handle_stale_fetch``: (guard, next state) over the encoding's terms
+    (checker/symbolic.py)."""
+    o, m = enc.o, s.stale[f]
+    guard = o.And(m.kind != NO_MESSAGE, m.peer == l)
+    t = enc.set_stale(s, f, enc.no_stale())
+    read, _ = _read_for_follower_terms(enc, t, l, f, m)
+    return guard, ite(o, enc.accepts(t.reps[l], m.a), read, t)
 
 
 def follower_handle_fetch(s: State, rules: Rules, f: int) -> Optional[State]:
@@ -307,6 +391,20 @@ def follower_handle_fetch(s: State, rules: Rules, f: int) -> Optional[State]:
         rep = truncate(rep, msg.leader_leo, mode.trim_cache_at_leo)
     rep = append(rep, msg.records, mode.assign)
     return _send(_follower_hw(s, rules, f, rep, msg.hw), f, ())
+
+
+def follower_handle_fetch_terms(enc, s, f):
+    """The z3 twin of ``follower_handle_fetch``: (guard, next state) over the encoding's terms (checker/symbolic.py)."""
+    o, m, rep = enc.o, s.msgs[f], s.reps[f]
+    guard = m.kind == FETCH_RESPONSE
+    new = ite(o, m.b < rep.leo, enc.truncate(rep, m.b, enc.mode.trim_cache_at_leo), rep)
+    entries = [o.select(m.recs, m.start + i) for i in range(enc.L)]
+    new = enc.append(new, entries, m.b - m.start)
+    new = new._replace(hw=tmin(o, new.leo, m.a))
+    t = enc.send(enc.set_replica(s, f, new), f, enc.no_message())
+    if enc.tof:                      # actions.follower_handle_fetch: a diverging answer truncates
+        t = ite(o, m.c != UNDEFINED, _truncate_on_fetch_response_terms(enc, s, f), t)
+    return guard, t
 
 
 def _follower_hw(s: State, rules: Rules, f: int, rep: Replica, hw: int) -> State:
@@ -335,6 +433,19 @@ def _truncate_on_fetch_response(s: State, rules: Rules, f: int, msg: FetchRespon
     return _send(_set(s, f, truncate(rep, offset, mode.trim_cache_at_leo)), f, ())
 
 
+def _truncate_on_fetch_response_terms(enc, s: SState, f: int) -> SState:
+    """The z3 twin of ``_truncate_on_fetch_response``: before KAFKA-14704's fix the response's HW is applied
+    first (a step of its own, the response kept with HW UNDEFINED); then the follower truncates
+    where follower_truncation says (as after an intermediate step: no answer means its LEO)."""
+    o, m, rep = enc.o, s.msgs[f], s.reps[f]
+    offset, _ = enc.follower_truncation(rep._replace(truncating=TRUNCATING_AGAIN), m.c, m.d)
+    t = enc.send(enc.set_replica(s, f, enc.truncate(rep, offset, enc.mode.trim_cache_at_leo)), f, enc.no_message())
+    if not enc.mode.hw_before_truncation:
+        return t
+    hw_first = enc.send(enc.set_replica(s, f, rep._replace(hw=tmin(o, rep.leo, m.a))), f, m._replace(a=UNDEFINED))
+    return ite(o, m.a != UNDEFINED, hw_first, t)
+
+
 def reject_request(s: State, rules: Rules, l: int, f: int) -> Optional[State]:
     """A request reaches a replica that is not leader (NOT_LEADER_OR_FOLLOWER) or, with KIP-320,
     carries another leader epoch (FENCED/UNKNOWN_LEADER_EPOCH): the follower gets an error and
@@ -345,6 +456,14 @@ def reject_request(s: State, rules: Rules, l: int, f: int) -> Optional[State]:
     if _accepts(rules, s.replicas[l], msg.current_leader_epoch):
         return None
     return _send(s, f, ())
+
+
+def reject_request_terms(enc, s, l, f):
+    """The z3 twin of ``reject_request``: (guard, next state) over the encoding's terms (checker/symbolic.py)."""
+    o, m = enc.o, s.msgs[f]
+    guard = o.And(o.Or(m.kind == FETCH, m.kind == EPOCH_REQUEST), m.peer == l,
+                  o.Not(enc.accepts(s.reps[l], m.a)))
+    return guard, enc.send(s, f, enc.no_message())
 
 
 # ---------------------------------------------------------------- OffsetsForLeaderEpoch
@@ -360,6 +479,15 @@ def send_epoch_request(s: State, rules: Rules, f: int) -> Optional[State]:
     return _send(s, f, EpochRequest(EPOCH_REQUEST, rep.leader, rep.leader_epoch, latest_epoch(rep.epoch_cache)))
 
 
+def send_epoch_request_terms(enc, s, f):
+    """The z3 twin of ``send_epoch_request``: (guard, next state) over the encoding's terms (checker/symbolic.py)."""
+    o, rep = enc.o, s.reps[f]
+    guard = o.And(rep.alive, rep.role == FOLLOWER, rep.truncating != FETCHING, s.msgs[f].kind == NO_MESSAGE,
+                  enc.leader_alive(s, rep))
+    msg = SMsg(EPOCH_REQUEST, rep.leader, rep.leader_epoch, enc.latest_epoch(rep), 0, (ZERO,) * enc.L)
+    return guard, enc.send(s, f, msg)
+
+
 def leader_handle_epoch_request(s: State, rules: Rules, l: int, f: int) -> Optional[State]:
     """The leader answers from its epoch cache with its release's endOffsetFor."""
     msg = s.inflight[f]
@@ -370,6 +498,15 @@ def leader_handle_epoch_request(s: State, rules: Rules, l: int, f: int) -> Optio
         return None
     epoch, end = rules.mode.end_offset_for(leader.epoch_cache, leader.leo, msg.requested_epoch)
     return _send(s, f, EpochResponse(EPOCH_RESPONSE, l, epoch, end))
+
+
+def leader_handle_epoch_request_terms(enc, s, l, f):
+    """The z3 twin of ``leader_handle_epoch_request``: (guard, next state) over the encoding's terms
+    (checker/symbolic.py)."""
+    o, m, leader = enc.o, s.msgs[f], s.reps[l]
+    guard = o.And(m.kind == EPOCH_REQUEST, m.peer == l, enc.accepts(leader, m.a))
+    epoch, end = enc.end_offset_for(leader.epoch_cache, leader.clen, leader.leo, m.b)
+    return guard, enc.send(s, f, SMsg(EPOCH_RESPONSE, l, epoch, end, 0, (ZERO,) * enc.L))
 
 
 def follower_handle_epoch_response(s: State, rules: Rules, f: int) -> Optional[State]:
@@ -383,6 +520,16 @@ def follower_handle_epoch_response(s: State, rules: Rules, f: int) -> Optional[S
     rep = truncate(rep, offset, rules.mode.trim_cache_at_leo)._replace(
         truncating=FETCHING if done else TRUNCATING_AGAIN)
     return _send(_set(s, f, rep), f, ())
+
+
+def follower_handle_epoch_response_terms(enc, s, f):
+    """The z3 twin of ``follower_handle_epoch_response``: (guard, next state) over the encoding's terms
+    (checker/symbolic.py)."""
+    o, m, rep = enc.o, s.msgs[f], s.reps[f]
+    offset, done = enc.follower_truncation(rep, m.a, m.b)
+    rep = enc.truncate(rep, offset, enc.mode.trim_cache_at_leo)._replace(
+        truncating=o.If(done, FETCHING, TRUNCATING_AGAIN))
+    return m.kind == EPOCH_RESPONSE, enc.send(enc.set_replica(s, f, rep), f, enc.no_message())
 
 
 # ---------------------------------------------------------------- faults
@@ -402,6 +549,13 @@ def crash(s: State, rules: Rules, r: int) -> Optional[State]:
     return s._replace(history=s.history._replace(crashes=s.history.crashes + 1))
 
 
+def crash_terms(enc, s, r):
+    """The z3 twin of ``crash``: (guard, next state) over the encoding's terms (checker/symbolic.py)."""
+    o, rep = enc.o, s.reps[r]
+    guard = o.And(rep.alive, s.hist.crashes < enc.cfg.crashes)
+    return guard, enc.count_crash(enc.stop(s, r, rep))
+
+
 def power_fail(s: State, rules: Rules, r: int) -> Optional[State]:
     """A power failure: as a crash, and the log also falls back to what was flushed (seed 000
     divergence scenario; KIP-101 scenario 2). Once no power failure is left, flushed points can
@@ -416,12 +570,30 @@ def power_fail(s: State, rules: Rules, r: int) -> Optional[State]:
     return s._replace(history=s.history._replace(power_failures=used + 1))
 
 
+def power_fail_terms(enc, s, r):
+    """The z3 twin of ``power_fail``: (guard, next state) over the encoding's terms (checker/symbolic.py)."""
+    o, rep, cfg = enc.o, s.reps[r], enc.cfg
+    used = s.hist.power_failures
+    guard = o.And(rep.alive, used < cfg.power_failures)
+    t = enc.stop(s, r, enc.truncate(rep, rep.flushed))
+    forgotten = t._replace(reps=tuple(x._replace(flushed=0) for x in t.reps))
+    t = ite(o, used + 1 == cfg.power_failures, forgotten, t)
+    return guard, t._replace(hist=t.hist._replace(power_failures=used + 1))
+
+
 def flush(s: State, rules: Rules, r: int) -> Optional[State]:
     """The log is flushed to disk up to the LEO (Kafka flushes asynchronously)."""
     rep = s.replicas[r]
     if not (rep.alive and s.history.power_failures < rules.cfg.power_failures and rep.flushed < rep.leo):
         return None
     return _set(s, r, rep._replace(flushed=rep.leo))
+
+
+def flush_terms(enc, s, r):
+    """The z3 twin of ``flush``: (guard, next state) over the encoding's terms (checker/symbolic.py)."""
+    o, rep = enc.o, s.reps[r]
+    guard = o.And(rep.alive, s.hist.power_failures < enc.cfg.power_failures, rep.flushed < rep.leo)
+    return guard, enc.set_replica(s, r, rep._replace(flushed=rep.leo))
 
 
 def lose_disk(s: State, rules: Rules, r: int) -> Optional[State]:
@@ -449,6 +621,20 @@ def _registered(c: Controller, rules: Rules, r: int, rep: Replica) -> Controller
     return c
 
 
+def _registered_terms(enc, c: SCtl, r: int, rep: SRep) -> SCtl:
+    """The z3 twin of ``_registered``: r is live again; with KIP-903 its broker epoch moves on; with ELR a
+    broker back without a clean-shutdown marker leaves the ISR and the ELR (KAFKA-15586)."""
+    o = enc.o
+    c = c._replace(live=enc.bit(c.live, r, True))
+    if enc.mode.broker_epochs:
+        c = c._replace(broker_epochs=tuple(e + 1 if x == r else e for x, e in enumerate(c.broker_epochs)))
+    if enc.mode.elr:
+        unclean = o.And(o.Not(rep.clean_shutdown), o.Or(c.isr[r], c.elr[r]))
+        left = enc.with_isr(c._replace(elr=enc.bit(c.elr, r, False)), enc.bit(c.isr, r, False), unclean=r)
+        c = ite(o, unclean, left, c)
+    return c
+
+
 def restart(s: State, rules: Rules, r: int) -> Optional[State]:
     """A broker comes back with log, HW and epoch cache from disk (no log truncation: 0.10
     truncates only in ReplicaManager.makeFollowers, LogManager recovery cuts only corrupt bytes),
@@ -469,6 +655,19 @@ def restart(s: State, rules: Rules, r: int) -> Optional[State]:
         return None
     rep = truncate(rep, rep.leo, trim_cache_at_leo=True)
     return _with_controller(_set(s, r, rep._replace(alive=1, clean_shutdown=0)), _registered(c, rules, r, rep))
+
+
+def restart_terms(enc, s, r):
+    """The z3 twin of ``restart``: (guard, next state) over the encoding's terms (checker/symbolic.py)."""
+    o, rep, c = enc.o, s.reps[r], s.ctl
+    guard = o.Not(rep.alive)
+    if enc.mode.restart_after_detection:
+        guard = o.And(guard, o.Not(c.live[r]))
+    # actions.restart: loading the log trims the cache at the LEO, the marker is consumed, the
+    # controller registers r (actions._registered)
+    up = enc.truncate(rep, rep.leo, trim_cache_at_leo=True)
+    t = enc.set_replica(s, r, up._replace(alive=True, clean_shutdown=False if enc.mode.elr else rep.clean_shutdown))
+    return guard, enc.with_controller(t, _registered_terms(enc, c, r, rep))
 
 
 # ---------------------------------------------------------------- controller
@@ -500,12 +699,40 @@ def _broker_gone(s: State, rules: Rules, r: int) -> Optional[State]:
     return _with_controller(s, c._replace(epoch=c.epoch + 1))
 
 
+def _broker_gone_terms(enc, s: SState, r: int):
+    """The z3 twin of ``_broker_gone``: (the epoch bound holds, next state). A leader leaves the
+    partition offline (and the ISR, unless the last member before ELR) at the same epoch; an ISR
+    member that is not the last (before ELR) leaves it, with a new epoch unless
+    ``isr_removal_bumps_epoch`` is off (KRaft 3.6+)."""
+    o, c, mode = enc.o, s.ctl, enc.mode
+    leads = c.leader == r
+    if mode.elr:            # actions._broker_gone, keeps_last false: the ISR may empty (KIP-966)
+        removing = o.And(o.Not(leads), c.isr[r])
+        isr = enc.bit(c.isr, r, False)
+    else:
+        removing = o.And(o.Not(leads), c.isr[r], o.Sum(c.isr) > 1)
+        isr = enc.bit(c.isr, r, o.And(c.isr[r], o.Not(o.Sum(c.isr) > 1)))
+    bump = removing if mode.isr_removal_bumps_epoch else False
+    new = ite(o, o.Or(leads, removing), enc.with_isr(c, isr), c)
+    new = new._replace(leader=o.If(leads, UNDEFINED, c.leader), epoch=o.If(bump, c.epoch + 1, c.epoch),
+                       live=enc.bit(c.live, r, False))
+    return o.Not(o.And(bump, c.epoch + 1 > enc.cfg.max_epoch)), enc.with_controller(s, new)
+
+
 def controller_handle_failure(s: State, rules: Rules, r: int) -> Optional[State]:
     """The controller notices a dead broker once its session times out. Separate from the crash,
     so before KIP-380 a fast restart can win the race."""
     if s.replicas[r].alive or not s.controller.live >> r & 1:
         return None
     return _broker_gone(s, rules, r)
+
+
+def controller_handle_failure_terms(enc, s, r):
+    """The z3 twin of ``controller_handle_failure``: (guard, next state) over the encoding's terms
+    (checker/symbolic.py)."""
+    o = enc.o
+    ok, t = _broker_gone_terms(enc, s, r)
+    return o.And(o.Not(s.reps[r].alive), s.ctl.live[r], ok), t
 
 
 def session_expire(s: State, rules: Rules, r: int) -> Optional[State]:
@@ -519,6 +746,13 @@ def session_expire(s: State, rules: Rules, r: int) -> Optional[State]:
     return s and s._replace(history=s.history._replace(crashes=s.history.crashes + 1))
 
 
+def session_expire_terms(enc, s, r):
+    """The z3 twin of ``session_expire``: (guard, next state) over the encoding's terms (checker/symbolic.py)."""
+    o = enc.o
+    ok, t = _broker_gone_terms(enc, s, r)
+    return o.And(s.reps[r].alive, s.ctl.live[r], s.hist.crashes < enc.cfg.crashes, ok), enc.count_crash(t)
+
+
 def register(s: State, rules: Rules, r: int) -> Optional[State]:
     """A running broker whose session expired registers again; the controller sees it come up
     (KafkaController.onBrokerStartup: it gets the current LeaderAndIsr)."""
@@ -528,6 +762,12 @@ def register(s: State, rules: Rules, r: int) -> Optional[State]:
     # a running broker registers again: ZooKeeper gives it a new session (broker epoch, unused by
     # the ZooKeeper modes); KRaft unfences it at the epoch it has
     return _with_controller(s, c._replace(live=c.live | 1 << r))
+
+
+def register_terms(enc, s, r):
+    """The z3 twin of ``register``: (guard, next state) over the encoding's terms (checker/symbolic.py)."""
+    o, c = enc.o, s.ctl
+    return o.And(s.reps[r].alive, o.Not(c.live[r])), enc.with_controller(s, c._replace(live=enc.bit(c.live, r, True)))
 
 
 def elect_offline(s: State, rules: Rules, r: int) -> Optional[State]:
@@ -552,6 +792,18 @@ def elect_offline(s: State, rules: Rules, r: int) -> Optional[State]:
     else:
         return None
     return _with_controller(s, c._replace(leader=r, epoch=c.epoch + 1, isr=isr))
+
+
+def elect_offline_terms(enc, s, r):
+    """The z3 twin of ``elect_offline``: (guard, next state) over the encoding's terms (checker/symbolic.py)."""
+    o, c, cfg = enc.o, s.ctl, enc.cfg
+    if enc.mode.elr:                 # actions.elect_offline -> actions._elect_with_elr
+        return _elect_with_elr_terms(enc, s, r)
+    live_isr = tuple(o.And(b, up) for b, up in zip(c.isr, c.live))
+    eligible = o.Or(live_isr[r], o.And(cfg.unclean_election, o.Not(o.Or(*live_isr))))
+    guard = o.And(c.leader == UNDEFINED, c.live[r], c.epoch < cfg.max_epoch, eligible)
+    isr = ite(o, live_isr[r], live_isr, tuple(x == r for x in range(enc.n)))
+    return guard, enc.with_controller(s, c._replace(leader=r, epoch=c.epoch + 1, isr=isr))
 
 
 def _elect_with_elr(s: State, rules: Rules, r: int) -> Optional[State]:
@@ -582,6 +834,29 @@ def _elect_with_elr(s: State, rules: Rules, r: int) -> Optional[State]:
     return _with_controller(s, c._replace(leader=r, epoch=c.epoch + 1, last_known_elr=0))
 
 
+def _elect_with_elr_terms(enc, s, r):
+    """The z3 twin of ``_elect_with_elr``: a live ISR member; else (empty ISR) a live ELR member, which
+    becomes the ISR; else (ISR and ELR empty) the last known leader, if live or
+    ``elect_fenced_last_leader``; else an unclean election when enabled."""
+    o, c, cfg, n = enc.o, s.ctl, enc.cfg, enc.n
+    has_isr, has_elr = o.Or(*c.isr), o.Or(*c.elr)
+    eligible = tuple(o.And(o.If(has_isr, c.isr[x], c.elr[x]), c.live[x]) for x in range(n))
+    any_eligible = o.Or(*eligible)
+    last_known = o.And(o.Not(has_isr), o.Not(has_elr), o.Sum(c.last_known_elr) == 1,
+                       o.Or(o.Or(*[o.And(k, up) for k, up in zip(c.last_known_elr, c.live)]),
+                            enc.mode.elect_fenced_last_leader))
+    alone = tuple(x == r for x in range(n))
+    is_last_known = o.And(*[k if x == r else o.Not(k) for x, k in enumerate(c.last_known_elr)])
+    chosen = o.Or(o.And(any_eligible, eligible[r]),
+                  o.And(o.Not(any_eligible), last_known, is_last_known),
+                  o.And(o.Not(any_eligible), o.Not(last_known), cfg.unclean_election, c.live[r]))
+    guard = o.And(c.leader == UNDEFINED, c.epoch < cfg.max_epoch, chosen)
+    from_isr = ite(o, has_isr, enc.with_isr(c, tuple(o.And(b, up) for b, up in zip(c.isr, c.live))),
+                   c._replace(isr=alone, elr=enc.bit(c.elr, r, False)))
+    new = ite(o, any_eligible, from_isr, c._replace(isr=alone, elr=(False,) * n))
+    return guard, enc.with_controller(s, new._replace(leader=r, epoch=c.epoch + 1, last_known_elr=(False,) * n))
+
+
 def elect_preferred(s: State, rules: Rules, r: int) -> Optional[State]:
     """Preferred replica election (auto.leader.rebalance.enable, or an admin's request): the
     assignment's first replica takes over when it is live, in the ISR and not the leader; the ISR
@@ -592,6 +867,15 @@ def elect_preferred(s: State, rules: Rules, r: int) -> Optional[State]:
             and c.epoch < rules.cfg.max_epoch):
         return None
     return _with_controller(s, c._replace(leader=r, epoch=c.epoch + 1))
+
+
+def elect_preferred_terms(enc, s, r):
+    """The z3 twin of ``elect_preferred``: (guard, next state) over the encoding's terms (checker/symbolic.py)."""
+    o, c = enc.o, s.ctl
+    if r != PREFERRED:
+        return False, s
+    guard = o.And(c.leader != r, c.live[r], c.isr[r], c.epoch < enc.cfg.max_epoch)
+    return guard, enc.with_controller(s, c._replace(leader=r, epoch=c.epoch + 1))
 
 
 def _shutdown_cleanly(s: State, rules: Rules, r: int) -> Optional[State]:
@@ -608,6 +892,17 @@ def _shutdown_cleanly(s: State, rules: Rules, r: int) -> Optional[State]:
     return s and s._replace(history=s.history._replace(crashes=s.history.crashes + 1))
 
 
+def _shutdown_cleanly_terms(enc, s: SState, r: int):
+    """The z3 twin of ``_shutdown_cleanly``: (the epoch bound holds, next state)."""
+    o, rep, cfg = enc.o, s.reps[r], enc.cfg
+    if cfg.power_failures:       # flushed points matter only while a power failure is left
+        rep = ite(o, s.hist.power_failures < cfg.power_failures, rep._replace(flushed=rep.leo), rep)
+    if enc.mode.elr:            # actions._shutdown_cleanly: the clean-shutdown marker (KAFKA-15586)
+        rep = rep._replace(clean_shutdown=True)
+    ok, t = _broker_gone_terms(enc, enc.stop(s, r, rep), r)
+    return ok, enc.count_crash(t)
+
+
 def controlled_shutdown(s: State, rules: Rules, r: int) -> Optional[State]:
     """A broker that does not lead shuts down cleanly (controlled.shutdown.enable): the controller
     takes it out of the ISR with a new leader epoch (KafkaController.doControlledShutdown: StopReplica,
@@ -620,6 +915,15 @@ def controlled_shutdown(s: State, rules: Rules, r: int) -> Optional[State]:
     if c.leader == r and c.isr & c.live & ~(1 << r):
         return None          # a leader with a live ISR peer hands over: controlled_shutdown_leader
     return _shutdown_cleanly(s, rules, r)
+
+
+def controlled_shutdown_terms(enc, s, r):
+    """The z3 twin of ``controlled_shutdown``: (guard, next state) over the encoding's terms (checker/symbolic.py)."""
+    o, c, rep = enc.o, s.ctl, s.reps[r]
+    peer = o.Or(*[o.And(c.isr[x], c.live[x]) for x in range(enc.n) if x != r])
+    ok, t = _shutdown_cleanly_terms(enc, s, r)
+    guard = o.And(rep.alive, c.live[r], s.hist.crashes < enc.cfg.crashes, o.Not(o.And(c.leader == r, peer)), ok)
+    return guard, t
 
 
 def controlled_shutdown_leader(s: State, rules: Rules, l: int, r: int) -> Optional[State]:
@@ -635,6 +939,18 @@ def controlled_shutdown_leader(s: State, rules: Rules, l: int, r: int) -> Option
     s = _with_controller(s, _with_isr(c, rules, c.isr & ~(1 << l))._replace(leader=r, epoch=c.epoch + 1))
     s = become_follower(s, rules, l)          # always enabled: l's epoch is below the new one
     return s and _shutdown_cleanly(s, rules, l)
+
+
+def controlled_shutdown_leader_terms(enc, s, l, r):
+    """The z3 twin of ``controlled_shutdown_leader``: (guard, next state) over the encoding's terms
+    (checker/symbolic.py)."""
+    o, c, rep, cfg = enc.o, s.ctl, s.reps[l], enc.cfg
+    guard = o.And(c.leader == l, rep.alive, c.live[l], c.live[r], c.isr[r], s.hist.crashes < cfg.crashes,
+                  c.epoch < cfg.max_epoch)
+    t = enc.with_controller(s, enc.with_isr(c, enc.bit(c.isr, l, False))._replace(leader=r, epoch=c.epoch + 1))
+    follows, t = become_follower_terms(enc, t, l)      # enabled wherever the spec takes this step
+    ok, t = _shutdown_cleanly_terms(enc, t, l)
+    return o.And(guard, follows, ok), t
 
 
 def become_leader(s: State, rules: Rules, r: int) -> Optional[State]:
@@ -663,6 +979,22 @@ def become_leader(s: State, rules: Rules, r: int) -> Optional[State]:
     return advance_hw(s, r, rules)
 
 
+def become_leader_terms(enc, s, r):
+    """The z3 twin of ``become_leader``: (guard, next state) over the encoding's terms (checker/symbolic.py)."""
+    o, c, rep = enc.o, s.ctl, s.reps[r]
+    # actions.become_leader, isr_update: KRaft 3.6+ applies an ISR change at the same epoch (KAFKA-15021)
+    isr_update = o.And(rep.role == LEADER, c.epoch == rep.leader_epoch, o.Not(equal(o, rep.isr, c.isr)))
+    guard = o.And(rep.alive, c.leader == r, o.Or(c.epoch > rep.leader_epoch, isr_update))
+    cache, clen = rep.epoch_cache, rep.clen
+    if enc.mode.cache_on_become_leader:
+        cache, clen = enc.assign(cache, clen, c.epoch, rep.leo)
+    remote = ite(o, rep.role == LEADER, rep.remote_leo, (UNDEFINED,) * enc.n)
+    rbe = ite(o, rep.role == LEADER, rep.remote_broker_epoch, (UNDEFINED,) * len(rep.remote_broker_epoch))
+    new = rep._replace(role=LEADER, leader_epoch=c.epoch, leader=r, isr=c.isr, truncating=FETCHING, remote_leo=remote,
+                       remote_broker_epoch=rbe, epoch_cache=cache, clen=clen)
+    return guard, enc.advance_hw(enc.abandon(enc.set_replica(s, r, new), r), r)
+
+
 def become_follower(s: State, rules: Rules, r: int) -> Optional[State]:
     """r applies the controller's LeaderAndIsr naming another leader (only a newer epoch).
     Partition.makeFollower says whether anything is to be done: not when the leader is unchanged
@@ -688,6 +1020,25 @@ def become_follower(s: State, rules: Rules, r: int) -> Optional[State]:
     return _abandon(_set(s, r, rep), r)
 
 
+def become_follower_terms(enc, s, r):
+    """The z3 twin of ``become_follower``: (guard, next state) over the encoding's terms (checker/symbolic.py)."""
+    o, c, rep = enc.o, s.ctl, s.reps[r]
+    guard = o.And(rep.alive, c.leader != UNDEFINED, c.leader != r, c.epoch > rep.leader_epoch)
+    new = rep._replace(role=FOLLOWER, leader_epoch=c.epoch, leader=c.leader, isr=(False,) * enc.n,
+                       remote_leo=(0,) * enc.n, remote_broker_epoch=(0,) * len(rep.remote_broker_epoch))
+    if not enc.mode.epochs:
+        new = enc.truncate(new, new.hw)._replace(truncating=FETCHING)
+    elif enc.tof:         # actions.become_follower, 2.8+: fetching from the LEO at once (initialFetchOffset)
+        new = new._replace(truncating=FETCHING)
+    else:
+        new = new._replace(truncating=o.If(new.clen > 0, TRUNCATING, FETCHING))
+    follow = enc.abandon(enc.set_replica(s, r, new), r)
+    if enc.mode.follow_on_new_epoch:
+        return guard, follow
+    unchanged = enc.set_replica(s, r, rep._replace(leader_epoch=c.epoch))     # same leader: nothing to do
+    return guard, ite(o, rep.leader == c.leader, unchanged, follow)
+
+
 def shrink_isr(s: State, rules: Rules, l: int, f: int) -> Optional[State]:
     """The leader drops a follower that has not caught up (replica.lag.time.max.ms, seed 002) and
     writes the new ISR, at the same leader epoch (Partition.maybeShrinkIsr -> updateIsr); only a
@@ -701,6 +1052,15 @@ def shrink_isr(s: State, rules: Rules, l: int, f: int) -> Optional[State]:
     isr = rep.isr & ~(1 << f)
     s = _with_controller(_set(s, l, rep._replace(isr=isr)), _with_isr(s.controller, rules, isr))
     return advance_hw(s, l, rules)
+
+
+def shrink_isr_terms(enc, s, l, f):
+    """The z3 twin of ``shrink_isr``: (guard, next state) over the encoding's terms (checker/symbolic.py)."""
+    o, rep = enc.o, s.reps[l]
+    guard = o.And(enc.in_office(s, l), equal(o, rep.isr, s.ctl.isr), rep.isr[f], rep.remote_leo[f] < rep.leo)
+    isr = enc.bit(rep.isr, f, False)
+    t = enc.set_replica(s, l, rep._replace(isr=isr))._replace(ctl=enc.with_isr(s.ctl, isr))
+    return guard, enc.advance_hw(t, l)
 
 
 def expand_isr(s: State, rules: Rules, l: int, f: int) -> Optional[State]:
@@ -726,6 +1086,22 @@ def expand_isr(s: State, rules: Rules, l: int, f: int) -> Optional[State]:
         return None
     isr = rep.isr | 1 << f
     return _with_controller(_set(s, l, rep._replace(isr=isr)), _with_isr(c, rules, isr))
+
+
+def expand_isr_terms(enc, s, l, f):
+    """The z3 twin of ``expand_isr``: (guard, next state) over the encoding's terms (checker/symbolic.py)."""
+    o, rep = enc.o, s.reps[l]
+    remote = rep.remote_leo[f]
+    guard = o.And(enc.in_office(s, l), equal(o, rep.isr, s.ctl.isr), o.Not(rep.isr[f]),
+                  remote != UNDEFINED, remote >= rep.hw)
+    if enc.mode.expand_waits_for_epoch_start:
+        guard = o.And(guard, remote >= enc.epoch_start(rep, rep.leader_epoch))
+    if enc.mode.isr_only_live:       # actions.expand_isr, KIP-841: the controller refuses a fenced broker
+        guard = o.And(guard, s.ctl.live[f])
+    if enc.mode.broker_epochs:       # KIP-903: and a broker epoch other than the registered one
+        guard = o.And(guard, rep.remote_broker_epoch[f] == s.ctl.broker_epochs[f])
+    isr = enc.bit(rep.isr, f, True)
+    return guard, enc.set_replica(s, l, rep._replace(isr=isr))._replace(ctl=enc.with_isr(s.ctl, isr))
 
 
 # name, function, arity (1: one replica; 2: (leader, follower), or (old leader, new leader))
@@ -756,6 +1132,35 @@ ACTIONS = (
     ("shrink_isr", shrink_isr, 2),
     ("expand_isr", expand_isr, 2),
 )
+
+# name -> the action's z3 twin (checker/symbolic.py Encoding.action); lose_disk has none (the z3 engine
+# refuses disk losses: checker/symbolic.py check_covered)
+TERMS = {
+    "produce": produce_terms,
+    "send_fetch": send_fetch_terms,
+    "leader_handle_fetch": leader_handle_fetch_terms,
+    "leader_handle_stale_fetch": leader_handle_stale_fetch_terms,
+    "follower_handle_fetch": follower_handle_fetch_terms,
+    "send_epoch_request": send_epoch_request_terms,
+    "leader_handle_epoch_request": leader_handle_epoch_request_terms,
+    "follower_handle_epoch_response": follower_handle_epoch_response_terms,
+    "reject_request": reject_request_terms,
+    "crash": crash_terms,
+    "power_fail": power_fail_terms,
+    "flush": flush_terms,
+    "restart": restart_terms,
+    "controlled_shutdown": controlled_shutdown_terms,
+    "controlled_shutdown_leader": controlled_shutdown_leader_terms,
+    "controller_handle_failure": controller_handle_failure_terms,
+    "session_expire": session_expire_terms,
+    "register": register_terms,
+    "elect_offline": elect_offline_terms,
+    "elect_preferred": elect_preferred_terms,
+    "become_leader": become_leader_terms,
+    "become_follower": become_follower_terms,
+    "shrink_isr": shrink_isr_terms,
+    "expand_isr": expand_isr_terms,
+}
 
 # What happens to the brokers rather than what they do: failures and an operator's actions. The
 # protocol's own steps (fetches, elections after a failure, ISR changes, restarts) answer these;

@@ -25,6 +25,7 @@ PREFERRED = 0
 # is a NamedTuple below whose first field is its kind, so that two messages of different kinds are
 # never equal as tuples
 FETCH, FETCH_RESPONSE, EPOCH_REQUEST, EPOCH_RESPONSE = 1, 2, 3, 4
+NO_MESSAGE = 0   # no message in flight: the "kind" of an empty slot in the z3 encoding (spec/terms.py)
 MESSAGE_NAMES = {FETCH: "Fetch", FETCH_RESPONSE: "FetchResponse",
                  EPOCH_REQUEST: "OffsetsForLeaderEpoch", EPOCH_RESPONSE: "OffsetsForLeaderEpochResponse"}
 

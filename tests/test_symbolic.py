@@ -361,13 +361,13 @@ def test_a_drifting_encoding_fails_the_agreement_test():
     enc = Encoding(model, CONCRETE)
     assert not disagreements(enc, model, states)
 
-    def expand_isr_below_hw(s, l, f):
+    def expand_isr_below_hw(enc, s, l, f):
         o, rep = enc.o, s.reps[l]
         remote = rep.remote_leo[f]
         guard = o.And(enc.in_office(s, l), equal(o, rep.isr, s.ctl.isr), o.Not(rep.isr[f]), remote != -1,
                       remote >= enc.epoch_start(rep, rep.leader_epoch))
         isr = tuple(True if x == f else b for x, b in enumerate(rep.isr))
-        return guard, enc._set(s, l, rep._replace(isr=isr))._replace(ctl=s.ctl._replace(isr=isr))
+        return guard, enc.set_replica(s, l, rep._replace(isr=isr))._replace(ctl=s.ctl._replace(isr=isr))
     enc.overrides["expand_isr"] = expand_isr_below_hw
     assert disagreements(enc, model, states)
 

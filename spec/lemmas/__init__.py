@@ -9,8 +9,8 @@ replicas, an offset, a guard) besides ``(enc, s)``, and its ``*_templates`` buil
 (``lemma``) for every replica, offset and epoch of the layout. ``candidates(enc)`` is every family
 that applies to the mode, then the hand-written lemmas of spec/auxiliary.py.
 
-These modules import the state layout's constants and term helpers (FETCH, LEADER, UNDEF,
-``latest_cached_epoch``, ...) from hwcheck.checker.symbolic for now, and never z3 itself.
+These modules import the state layout's constants and term helpers (FETCH, LEADER, UNDEFINED,
+``latest_cached_epoch``, ...) from hwcheck.spec.terms, and never z3 itself.
 
 >>> from hwcheck.spec import Config, Model
 >>> from hwcheck.checker.symbolic import CONCRETE, Encoding

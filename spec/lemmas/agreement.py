@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from typing import List
 
-from hwcheck.checker.symbolic import EPOCH_RESPONSE, FETCH, FETCH_RESPONSE, FETCHING, FOLLOWER, NONE, UNDEF, \
-    latest_cached_epoch
+from hwcheck.spec.actions import _diverging_terms
+from hwcheck.spec.terms import (EPOCH_RESPONSE, FETCH, FETCH_RESPONSE, FETCHING, FOLLOWER, NONE, UNDEFINED,
+                                latest_cached_epoch)
 
 from .common import Lemma, agreement, implies, in_flight, in_office, leads, lemma, stale
 
@@ -106,7 +107,7 @@ REMOTE_GUARDS = (("not ahead of it", not_ahead), ("at its epoch or down", at_its
 def remote_leo_known(enc, s, a, b, guard, L):
     """A follower holds its leader's log below the LEO the leader knows for it, and has at least that LEO."""
     o, lb, ra = enc.o, s.reps[b], s.reps[a]
-    known = o.And(leads(o, lb), lb.remote_leo[a] != UNDEF, guard(o, s, a, b))
+    known = o.And(leads(o, lb), lb.remote_leo[a] != UNDEFINED, guard(o, s, a, b))
     return implies(o, known, o.And(lb.remote_leo[a] <= ra.leo, agreement(o, lb, ra, lb.remote_leo[a], L)))
 
 
@@ -154,7 +155,7 @@ def validated_fetch_is_prefix(enc, s, a, b, message, L):
     Truncation on fetch: its last fetched epoch ends at or past the fetch offset in the leader's
     log (Partition.fetchRecords); the follower's log grew since, if anything."""
     o, m, ra, rb = enc.o, message(s, a), s.reps[a], s.reps[b]
-    out_of_range, diverging, _, _ = enc.diverging(rb, m)
+    out_of_range, diverging, _, _ = _diverging_terms(enc, rb, m)
     asked = o.And(m.kind == FETCH, m.leader == b, leads(o, rb), rb.leader_epoch == m.current_leader_epoch,
                   o.Not(out_of_range), o.Not(diverging))
     return implies(o, asked, o.And(m.fetch_offset <= rb.leo, m.fetch_offset <= ra.leo,
@@ -167,7 +168,7 @@ def last_fetched_epoch_held(enc, s, a, b, message):
     The last fetched epoch came with records from that epoch's leader (a follower caches an epoch
     only by appending its records)."""
     o, m, rb = enc.o, message(s, a), s.reps[b]
-    named = o.And(m.kind == FETCH, m.last_fetched_epoch != UNDEF, m.fetch_offset > 0, leads(o, rb),
+    named = o.And(m.kind == FETCH, m.last_fetched_epoch != UNDEFINED, m.fetch_offset > 0, leads(o, rb),
                   rb.leader_epoch == m.last_fetched_epoch)
     return implies(o, named, o.And(m.fetch_offset <= rb.leo,
                                    o.select([e[1] for e in rb.log], m.fetch_offset - 1) == m.last_fetched_epoch))
@@ -212,7 +213,7 @@ def stale_fetch_still_held(enc, s, a):
     a still holds the offsets it asked after, up to the last fetched epoch (its latest cached epoch
     then, at or above every epoch in its log)."""
     o, m, ra = enc.o, s.stale[a], s.reps[a]
-    quiet = o.And(m.kind == FETCH, m.last_fetched_epoch != UNDEF, m.fetch_offset > 0,
+    quiet = o.And(m.kind == FETCH, m.last_fetched_epoch != UNDEFINED, m.fetch_offset > 0,
                   *[latest_cached_epoch(o, x) < m.current_leader_epoch for x in s.reps])
     return implies(o, quiet, o.And(m.fetch_offset <= ra.leo,
                                    o.select([e[1] for e in ra.log], m.fetch_offset - 1) <= m.last_fetched_epoch))
@@ -231,7 +232,7 @@ def stale_fetch_still_held_validated(enc, s, a):
     That leader truncates a only where a's log leaves its own, and every replica that caches that
     epoch (and none a newer one) agrees with what the Fetch claims (endOffsetFor)."""
     o, m, ra = enc.o, s.stale[a], s.reps[a]
-    quiet = o.And(m.kind == FETCH, m.last_fetched_epoch != UNDEF, m.fetch_offset > 0,
+    quiet = o.And(m.kind == FETCH, m.last_fetched_epoch != UNDEFINED, m.fetch_offset > 0,
                   *[o.And(latest_cached_epoch(o, x) <= m.current_leader_epoch, validates_stale_fetch(enc, o, m, x))
                     for x in s.reps])
     return implies(o, quiet, o.And(m.fetch_offset <= ra.leo,

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import List, Tuple
 
-from hwcheck.checker.symbolic import (EPOCH_REQUEST, EPOCH_RESPONSE, FETCH, FETCH_RESPONSE, FETCHING, FOLLOWER, LEADER,
-                                      NO_MSG, NONE, TRUNCATING_AGAIN, latest_cached_epoch)
+from hwcheck.spec.terms import (EPOCH_REQUEST, EPOCH_RESPONSE, FETCH, FETCH_RESPONSE, FETCHING, FOLLOWER, LEADER,
+                                NO_MESSAGE, NONE, TRUNCATING_AGAIN, latest_cached_epoch)
 
 # ---------------------------------------------------------------- boolean facts
 
@@ -27,8 +27,8 @@ def replica_atoms(o, s, r) -> List[Tuple[str, object]]:
     return [("alive", rep.alive), ("leader", rep.role == LEADER), ("follower", rep.role == FOLLOWER),
             ("no role", rep.role == NONE), ("named by the controller", c.leader == r), ("in the ISR", c.isr[r]),
             ("live", c.live[r]), ("at the controller's epoch", rep.leader_epoch == c.epoch),
-            ("fetching", rep.truncating == FETCHING), ("a message in flight", m.kind != NO_MSG),
-            ("a stale fetch", s.stale[r].kind != NO_MSG), ("in its own ISR view", rep.isr[r])] + (
+            ("fetching", rep.truncating == FETCHING), ("a message in flight", m.kind != NO_MESSAGE),
+            ("a stale fetch", s.stale[r].kind != NO_MESSAGE), ("in its own ISR view", rep.isr[r])] + (
         [("in the ELR", c.elr[r]), ("the last known leader", c.last_known_elr[r])] if c.elr else [])
 
 
@@ -116,7 +116,7 @@ def scalars(enc, s) -> List[Tuple[str, object, str]]:
     for r, m in enumerate(s.msgs):
         p = f"r{r}'s"
         add(f"{p} message", m.kind, VALUE)
-        add(f"{p} message peer", m.leader, REPLICA, m.kind != NO_MSG)
+        add(f"{p} message peer", m.leader, REPLICA, m.kind != NO_MESSAGE)
         fetch, resp = m.kind == FETCH, m.kind == FETCH_RESPONSE
         add(f"{p} Fetch epoch", m.current_leader_epoch, EPOCH, fetch)
         add(f"{p} Fetch offset", m.fetch_offset, OFFSET, fetch)
@@ -137,7 +137,7 @@ def scalars(enc, s) -> List[Tuple[str, object, str]]:
         add(f"{p} epoch answer end", m.end_offset, OFFSET, m.kind == EPOCH_RESPONSE)
     for r, m in enumerate(s.stale):
         p = f"r{r}'s stale"
-        held = m.kind != NO_MSG
+        held = m.kind != NO_MESSAGE
         add(f"{p} Fetch", m.kind, VALUE)
         add(f"{p} Fetch peer", m.leader, REPLICA, held)
         add(f"{p} Fetch epoch", m.current_leader_epoch, EPOCH, held)
@@ -157,7 +157,7 @@ def scalars(enc, s) -> List[Tuple[str, object, str]]:
     for e, leader in enumerate(h.epoch_leader):
         add(f"epoch {e}'s leader", leader, REPLICA)
     for r, (rec, epoch) in enumerate(h.stale_entry):
-        add(f"r{r}'s stale Fetch entry record", rec, VALUE, s.stale[r].kind != NO_MSG)
-        add(f"r{r}'s stale Fetch entry epoch", epoch, EPOCH, s.stale[r].kind != NO_MSG)
+        add(f"r{r}'s stale Fetch entry record", rec, VALUE, s.stale[r].kind != NO_MESSAGE)
+        add(f"r{r}'s stale Fetch entry epoch", epoch, EPOCH, s.stale[r].kind != NO_MESSAGE)
     add("crashes", h.crashes, VALUE)
     return out

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import List
 
-from hwcheck.checker.symbolic import FETCH, NO_MSG, UNDEF
+from hwcheck.spec.terms import FETCH, NO_MESSAGE, UNDEFINED
 
 from .common import Lemma, implies, leads, lemma
 
@@ -29,8 +29,8 @@ def fetches_name_a_registered_broker_epoch(enc, s, r, in_flight):
     or equal); a stale Fetch's is at most it."""
     o, m, st, c = enc.o, s.msgs[r], s.stale[r], s.ctl
     return o.And(implies(o, m.kind == FETCH, in_flight(m.broker_epoch, c.broker_epochs[r])),
-                 implies(o, st.kind != NO_MSG, st.broker_epoch <= c.broker_epochs[r]),
-                 *[implies(o, o.And(leads(o, x), x.remote_broker_epoch[r] != UNDEF), x.remote_broker_epoch[r] <= c.broker_epochs[r]) for x in s.reps])
+                 implies(o, st.kind != NO_MESSAGE, st.broker_epoch <= c.broker_epochs[r]),
+                 *[implies(o, o.And(leads(o, x), x.remote_broker_epoch[r] != UNDEFINED), x.remote_broker_epoch[r] <= c.broker_epochs[r]) for x in s.reps])
 
 
 def broker_epoch_templates(n: int) -> List[Lemma]:

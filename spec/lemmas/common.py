@@ -7,7 +7,7 @@ from __future__ import annotations
 from functools import partial
 from typing import Callable, List, NamedTuple
 
-from hwcheck.checker.symbolic import FETCH_RESPONSE, LEADER, UNDEF
+from hwcheck.spec.terms import FETCH_RESPONSE, LEADER, UNDEFINED
 
 
 class Lemma(NamedTuple):
@@ -99,8 +99,8 @@ def holds_at(o, rep, j, record):
 
 
 def holds_acked(o, rep, acked):
-    """rep's log holds every acknowledged record (``acked``: each record's offset, or UNDEF) at its offset."""
-    return o.And(*[implies(o, off != UNDEF, o.And(off < rep.leo, o.select([e[0] for e in rep.log], off) == rec))
+    """rep's log holds every acknowledged record (``acked``: each record's offset, or UNDEFINED) at its offset."""
+    return o.And(*[implies(o, off != UNDEFINED, o.And(off < rep.leo, o.select([e[0] for e in rep.log], off) == rec))
                    for rec, off in enumerate(acked)])
 
 

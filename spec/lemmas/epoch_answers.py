@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Callable, List, NamedTuple
 
-from hwcheck.checker.symbolic import (EPOCH_REQUEST, EPOCH_RESPONSE, FETCH, FETCH_RESPONSE, TRUNCATING_AGAIN, UNDEF,
-                                      latest_cached_epoch)
+from hwcheck.spec.terms import (EPOCH_REQUEST, EPOCH_RESPONSE, FETCH, FETCH_RESPONSE, TRUNCATING_AGAIN, UNDEFINED,
+                                latest_cached_epoch)
 
 from .common import Lemma, agreement, holds_at, implies, in_flight, in_office, leads, lemma, recordless, stale
 
@@ -73,7 +73,7 @@ def epoch_answer_within_request(enc, s, f, q):
     """The answer's epoch is at most the follower's latest cached epoch and its leader epoch."""
     o, m, rep = enc.o, s.msgs[f], s.reps[f]
     epoch, _ = q.said(m)
-    return implies(o, o.And(m.kind == q.answer, epoch != UNDEF),
+    return implies(o, o.And(m.kind == q.answer, epoch != UNDEFINED),
                    o.And(epoch <= enc.latest_epoch(rep), epoch <= rep.leader_epoch))
 
 
@@ -83,7 +83,7 @@ def no_last_epoch_fetches_from_zero(enc, s, f, message):
     It names none only when its sender's cache was empty, and then its log was too (the cache
     covers every record)."""
     o, m = enc.o, message(s, f)
-    return implies(o, o.And(m.kind == FETCH, m.last_fetched_epoch == UNDEF), m.fetch_offset == 0)
+    return implies(o, o.And(m.kind == FETCH, m.last_fetched_epoch == UNDEFINED), m.fetch_offset == 0)
 
 
 def last_fetched_epoch_within_request(enc, s, f, message):
@@ -100,7 +100,7 @@ def last_fetched_epoch_cached(enc, s, f, message):
     The last fetched epoch was the sender's latest cached epoch; a cache loses its latest epoch
     only by truncating to a newer leader's."""
     o, m = enc.o, message(s, f)
-    return implies(o, o.And(m.kind == FETCH, m.last_fetched_epoch != UNDEF),
+    return implies(o, o.And(m.kind == FETCH, m.last_fetched_epoch != UNDEFINED),
                    o.Or(*[latest_cached_epoch(o, x) >= m.last_fetched_epoch for x in s.reps]))
 
 
@@ -110,7 +110,7 @@ def last_fetched_epoch_starts_by_fetch(enc, s, f, message):
     The last fetched epoch began at or below the fetch offset (the sender's LEO), and every cache
     that holds an epoch holds it from where its leader began it."""
     o, m = enc.o, message(s, f)
-    return implies(o, o.And(m.kind == FETCH, m.last_fetched_epoch != UNDEF),
+    return implies(o, o.And(m.kind == FETCH, m.last_fetched_epoch != UNDEFINED),
                    o.And(*[implies(o, o.And(k < x.clen, x.epoch_cache[k][0] == m.last_fetched_epoch),
                                    x.epoch_cache[k][1] <= m.fetch_offset)
                            for x in s.reps for k in range(len(x.epoch_cache))]))
@@ -122,7 +122,7 @@ def recordless_epoch_not_before_fetch(enc, s, f, message):
     It caches an epoch without records only as the leader of it: since the Fetch (at an epoch at
     least its last fetched one), or as its latest epoch then."""
     o, m, rep = enc.o, message(s, f), s.reps[f]
-    return implies(o, o.And(m.kind == FETCH, m.last_fetched_epoch != UNDEF),
+    return implies(o, o.And(m.kind == FETCH, m.last_fetched_epoch != UNDEFINED),
                    o.And(*[implies(o, recordless(o, rep, k), rep.epoch_cache[k][0] >= m.last_fetched_epoch)
                            for k in range(len(rep.epoch_cache))]))
 
@@ -133,7 +133,7 @@ def recordless_last_fetched_epoch_is_the_senders(enc, s, f, message):
     An epoch cached without records was never written (its leader cached it at become_leader;
     truncating or a restart below its start drops it)."""
     o, m = enc.o, message(s, f)
-    return implies(o, o.And(m.kind == FETCH, m.last_fetched_epoch != UNDEF), o.And(*[
+    return implies(o, o.And(m.kind == FETCH, m.last_fetched_epoch != UNDEFINED), o.And(*[
         implies(o, o.And(recordless(o, x, k), x.epoch_cache[k][0] == m.last_fetched_epoch),
                 (x.epoch_cache[k][1] == m.fetch_offset) if x is s.reps[f] else False)
         for x in s.reps for k in range(len(x.epoch_cache))]))
@@ -147,7 +147,7 @@ def fetched_from_its_epochs_leader(enc, s, f, message):
     names the same replica, or none."""
     o, m, c = enc.o, message(s, f), s.ctl
     return implies(o, o.And(m.kind == FETCH, m.current_leader_epoch == c.epoch),
-                   o.Or(c.leader == m.leader, c.leader == UNDEF))
+                   o.Or(c.leader == m.leader, c.leader == UNDEFINED))
 
 
 def last_fetched_epoch_not_yet_taken(enc, s, f, message):
@@ -158,7 +158,8 @@ def last_fetched_epoch_not_yet_taken(enc, s, f, message):
     o, m, c = enc.o, message(s, f), s.ctl
     pending = o.And(*[implies(o, c.leader == l, latest_cached_epoch(o, s.reps[l]) < c.epoch)
                       for l in range(len(s.reps)) if l != f])
-    return implies(o, o.And(m.kind == FETCH, c.leader != f, c.leader != UNDEF, pending), m.last_fetched_epoch < c.epoch)
+    return implies(o, o.And(m.kind == FETCH, c.leader != f, c.leader != UNDEFINED, pending),
+                   m.last_fetched_epoch < c.epoch)
 
 
 # ---------------------------------------------------------------- what the answer says
@@ -169,7 +170,7 @@ def diverging_answer_diverges(enc, s, f):
     It answers a Fetch whose last fetched epoch the leader lacks or ends below the fetch offset
     (Partition.readRecords)."""
     o, m, rep = enc.o, s.msgs[f], s.reps[f]
-    return implies(o, o.And(m.kind == FETCH_RESPONSE, m.diverging_epoch != UNDEF),
+    return implies(o, o.And(m.kind == FETCH_RESPONSE, m.diverging_epoch != UNDEFINED),
                    o.Or(m.diverging_epoch < enc.latest_epoch(rep), m.diverging_end_offset < rep.leo))
 
 
@@ -179,7 +180,8 @@ def diverging_answer_is_older(enc, s, f):
     The leader of the follower's epoch answered: it holds every entry of that epoch, so a
     divergence is always at an older epoch."""
     o, m, rep = enc.o, s.msgs[f], s.reps[f]
-    return implies(o, o.And(m.kind == FETCH_RESPONSE, m.diverging_epoch != UNDEF), m.diverging_epoch < rep.leader_epoch)
+    return implies(o, o.And(m.kind == FETCH_RESPONSE, m.diverging_epoch != UNDEFINED),
+                   m.diverging_epoch < rep.leader_epoch)
 
 
 def diverging_answer_still_true(enc, s, f, L):
@@ -190,7 +192,7 @@ def diverging_answer_still_true(enc, s, f, L):
     entries of an older epoch only by truncating to a newer epoch's leader, which the follower
     would have followed first (two replicas)."""
     o, m = enc.o, s.msgs[f]
-    answered = o.And(m.kind == FETCH_RESPONSE, m.diverging_epoch != UNDEF)
+    answered = o.And(m.kind == FETCH_RESPONSE, m.diverging_epoch != UNDEFINED)
     return o.And(*[implies(o, o.And(answered, m.leader == x, m.diverging_end_offset <= j, j < rx.leo),
                            rx.log[j][1] != m.diverging_epoch)
                    for x, rx in enumerate(s.reps) if x != f for j in range(L)])
@@ -206,13 +208,13 @@ def epoch_answer_keeps_exposed(enc, s, f, q, L):
     offset, _ = enc.follower_truncation(q.again(rep), epoch, end)
     held = o.And(*[implies(o, j < h.xlen, holds_at(o, rep, j, h.exposed[j]))
                    for j in range(L)])
-    return implies(o, o.And(m.kind == q.answer, epoch != UNDEF, held), offset >= h.xlen)
+    return implies(o, o.And(m.kind == q.answer, epoch != UNDEFINED, held), offset >= h.xlen)
 
 
 def fetch_response_in_range(enc, s, f, q):
     """No OFFSET_OUT_OF_RANGE: a FetchResponse's records start at the follower's LEO, unless it is a diverging epoch."""
     o, m = enc.o, s.msgs[f]
-    plain = o.And(m.kind == FETCH_RESPONSE, m.diverging_epoch == UNDEF) if q.on_fetch else m.kind == FETCH_RESPONSE
+    plain = o.And(m.kind == FETCH_RESPONSE, m.diverging_epoch == UNDEFINED) if q.on_fetch else m.kind == FETCH_RESPONSE
     return implies(o, plain, m.start == s.reps[f].leo)
 
 
@@ -223,7 +225,7 @@ def no_records_past_a_recordless_epoch(enc, s, f):
     wrote an entry of it, and the sender did not lead it): the answer is a diverging epoch
     (Partition.fetchRecords, KAFKA-10554). An empty log sends no last fetched epoch."""
     o, m, rf = enc.o, s.msgs[f], s.reps[f]
-    return implies(o, o.And(m.kind == FETCH_RESPONSE, m.diverging_epoch == UNDEF, rf.leo > 0),
+    return implies(o, o.And(m.kind == FETCH_RESPONSE, m.diverging_epoch == UNDEFINED, rf.leo > 0),
                    o.And(*[o.Not(recordless(o, rf, k)) for k in range(len(rf.epoch_cache))]))
 
 
@@ -278,7 +280,7 @@ def epoch_answer_agrees(enc, s, f, l, guard, q, L):
     o, m, rf, rl = enc.o, s.msgs[f], s.reps[f], s.reps[l]
     epoch, end = q.said(m)
     offset, done = enc.follower_truncation(q.again(rf), epoch, end)
-    applies = o.And(m.kind == q.answer, m.leader == l, epoch != UNDEF, guard(o, s, f, l), done)
+    applies = o.And(m.kind == q.answer, m.leader == l, epoch != UNDEFINED, guard(o, s, f, l), done)
     return implies(o, applies, o.And(offset <= rl.leo, agreement(o, rf, rl, offset, L)))
 
 
@@ -291,7 +293,7 @@ def epoch_answer_is_senders_lookup(enc, s, f, l, guard, answered, q):
     o, m, rf, rl = enc.o, s.msgs[f], s.reps[f], s.reps[l]
     epoch, end = q.said(m)
     e, x = enc.end_offset_for(rl.epoch_cache, rl.clen, rl.leo, enc.latest_epoch(rf))
-    applies = o.And(m.kind == q.answer, m.leader == l, epoch != UNDEF, guard(o, s, f, l))
+    applies = o.And(m.kind == q.answer, m.leader == l, epoch != UNDEFINED, guard(o, s, f, l))
     return implies(o, applies, o.And(epoch == e, o.Or(e == answered(s, f, l), end == x)))
 
 
@@ -303,7 +305,7 @@ def records_answer_validated(enc, s, f, l, guard):
     o, m, rf, rl = enc.o, s.msgs[f], s.reps[f], s.reps[l]
     latest = enc.latest_epoch(rf)
     e, x = enc.end_offset_for(rl.epoch_cache, rl.clen, rl.leo, latest)
-    applies = o.And(m.kind == FETCH_RESPONSE, m.leader == l, m.diverging_epoch == UNDEF, latest != UNDEF,
+    applies = o.And(m.kind == FETCH_RESPONSE, m.leader == l, m.diverging_epoch == UNDEFINED, latest != UNDEFINED,
                     guard(o, s, f, l))
     return implies(o, applies, o.And(e == latest, x >= rf.leo))
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 from functools import partial
 from typing import List
 
-from hwcheck.checker.symbolic import (EPOCH_REQUEST, EPOCH_RESPONSE, FETCH, FETCH_RESPONSE, FOLLOWER, LEADER, NONE,
-                                      PREFERRED, UNDEF, latest_cached_epoch)
+from hwcheck.spec.terms import (EPOCH_REQUEST, EPOCH_RESPONSE, FETCH, FETCH_RESPONSE, FOLLOWER, LEADER, NONE,
+                                PREFERRED, UNDEFINED, latest_cached_epoch)
 
 from .common import Lemma, holds_at, implies, leads, lemma, recordless, source, source_names, sources
 from .history import held_by
@@ -93,7 +93,7 @@ def stale_fetch_names_its_entrys_epoch(enc, s, r):
 
     The last fetched epoch was its sender's latest cached epoch then."""
     o, st, ep = enc.o, s.stale[r], s.hist.stale_entry[r][1]          # the stale entry's epoch
-    return implies(o, o.And(st.kind == FETCH, st.last_fetched_epoch != UNDEF),
+    return implies(o, o.And(st.kind == FETCH, st.last_fetched_epoch != UNDEFINED),
                    o.Or(o.And(st.fetch_offset > 0, ep == st.last_fetched_epoch),
                         leader_of(o, s, st.last_fetched_epoch) == r))
 
@@ -103,7 +103,7 @@ def stale_fetch_names_its_entrys_epoch(enc, s, r):
 def not_yet_in_office(o, s):
     """The controller names a leader that has not taken office (neither its leader epoch nor its
     cache has the controller's epoch): nobody has answered at that epoch yet."""
-    return o.And(s.ctl.leader != UNDEF, *[
+    return o.And(s.ctl.leader != UNDEFINED, *[
         implies(o, s.ctl.leader == x, o.And(rx.leader_epoch < s.ctl.epoch, latest_cached_epoch(o, rx) < s.ctl.epoch))
         for x, rx in enumerate(s.reps)])
 
@@ -204,7 +204,7 @@ def pending_election(o, s):
     """A bounce whose election is still to come: the partition is offline, or the leader the
     controller names is down or not registered."""
     c = s.ctl
-    return o.Or(c.leader == UNDEF, *[o.And(c.leader == r, o.Not(o.And(rep.alive, c.live[r])))
+    return o.Or(c.leader == UNDEFINED, *[o.And(c.leader == r, o.Not(o.And(rep.alive, c.live[r])))
                                      for r, rep in enumerate(s.reps)])
 
 
@@ -236,13 +236,13 @@ def first_leader(enc, s):
 def controllers_leader(enc, s):
     """The leader the controller names is the one it named with its epoch."""
     o, c = enc.o, s.ctl
-    return implies(o, c.leader != UNDEF, leader_of(o, s, c.epoch) == c.leader)
+    return implies(o, c.leader != UNDEFINED, leader_of(o, s, c.epoch) == c.leader)
 
 
 def none_ahead(enc, s):
     """No epoch past the controller's has a leader."""
     o = enc.o
-    return o.And(*[implies(o, e > s.ctl.epoch, x == UNDEF) for e, x in enumerate(s.hist.epoch_leader)])
+    return o.And(*[implies(o, e > s.ctl.epoch, x == UNDEFINED) for e, x in enumerate(s.hist.epoch_leader)])
 
 
 def handed_out_after(o, s, k, e):
@@ -298,7 +298,7 @@ def last_known_leader_led(enc, s, n):
 def every_epoch_led(enc, s):
     """Every epoch the controller handed out names a leader."""
     o = enc.o
-    return o.And(*[implies(o, e <= s.ctl.epoch, x != UNDEF) for e, x in enumerate(s.hist.epoch_leader)])
+    return o.And(*[implies(o, e <= s.ctl.epoch, x != UNDEFINED) for e, x in enumerate(s.hist.epoch_leader)])
 
 
 def epoch_leader_templates(n: int, L: int, E: int, cached: bool) -> List[Lemma]:

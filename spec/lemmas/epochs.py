@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import List
 
-from hwcheck.checker.symbolic import FETCH_RESPONSE, FOLLOWER, LEADER, NONE, UNDEF
+from hwcheck.spec.terms import FETCH_RESPONSE, FOLLOWER, LEADER, NONE, UNDEFINED
 
 from .common import Lemma, implies, in_office, lemma, recordless, sources
 
@@ -139,7 +139,7 @@ def recordless_epoch_named_its_holder(enc, s, r, C):
     in spec/actions.py hands out a new leader epoch)."""
     o, rep, c = enc.o, s.reps[r], s.ctl
     return o.And(*[implies(o, o.And(recordless(o, rep, k), rep.epoch_cache[k][0] == c.epoch),
-                           o.Or(c.leader == r, c.leader == UNDEF)) for k in range(C)])
+                           o.Or(c.leader == r, c.leader == UNDEFINED)) for k in range(C)])
 
 
 def recordless_epoch_only_with_a_role(enc, s, r, C):

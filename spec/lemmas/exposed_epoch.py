@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import List
 
-from hwcheck.checker.symbolic import FOLLOWER, LEADER
+from hwcheck.spec.terms import FOLLOWER, LEADER
 
 from .common import Lemma, alone_in_its_isr_view, holds_at, implies, leads, lemma
 

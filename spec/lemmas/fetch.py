@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import List
 
-from hwcheck.checker.symbolic import FETCH, FETCH_RESPONSE
+from hwcheck.spec.terms import FETCH, FETCH_RESPONSE
 
 from .common import Lemma, implies, leads, lemma
 

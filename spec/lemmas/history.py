@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import List
 
-from hwcheck.checker.symbolic import UNDEF, latest_cached_epoch
+from hwcheck.spec.terms import UNDEFINED, latest_cached_epoch
 
 from .common import (Lemma, alone_in_its_isr_view, eligible_beyond_isr, holds_acked, holds_at, implies, in_office, leads,
                      lemma, took_office_named)
@@ -134,7 +134,7 @@ def exposed_within_leader_hw_or_epoch_start(enc, s, l, guard, epoch):
     KAFKA-7128: a follower joins the ISR only past that start."""
     o, rep = enc.o, s.reps[l]
     start = enc.epoch_start(rep, epoch(enc, s, rep))
-    return implies(o, guard(enc, s, l), o.Or(s.hist.xlen <= rep.hw, o.And(start != UNDEF, s.hist.xlen <= start)))
+    return implies(o, guard(enc, s, l), o.Or(s.hist.xlen <= rep.hw, o.And(start != UNDEFINED, s.hist.xlen <= start)))
 
 
 # ---------------------------------------------------------------- the history alone
@@ -158,7 +158,7 @@ def exposed_once(enc, s, L):
 def acked_exposed(enc, s):
     """Every acknowledged record was exposed to consumers, at the offset it was acknowledged at."""
     o, h = enc.o, s.hist
-    return o.And(*[implies(o, off != UNDEF, o.And(off < h.xlen, o.select(list(h.exposed), off) == rec))
+    return o.And(*[implies(o, off != UNDEFINED, o.And(off < h.xlen, o.select(list(h.exposed), off) == rec))
                    for rec, off in enumerate(h.acked)])
 
 

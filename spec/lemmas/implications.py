@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import List
 
-from hwcheck.checker.symbolic import (EPOCH_REQUEST, EPOCH_RESPONSE, FETCH, FETCH_RESPONSE, FETCHING, FOLLOWER, LEADER,
-                                      NO_MSG, UNDEF)
+from hwcheck.spec.terms import (EPOCH_REQUEST, EPOCH_RESPONSE, FETCH, FETCH_RESPONSE, FETCHING, FOLLOWER, LEADER,
+                                NO_MESSAGE, UNDEFINED)
 
 from .atoms import ATOM_NAMES, replica_atoms
 from .common import Lemma, implies, lemma
@@ -32,19 +32,19 @@ def followers_leader_is_another(enc, s, r):
 def message_with_another(enc, s, r):
     """A replica's message in flight is with another replica."""
     o = enc.o
-    return implies(o, s.msgs[r].kind != NO_MSG, s.msgs[r].leader != r)
+    return implies(o, s.msgs[r].kind != NO_MESSAGE, s.msgs[r].leader != r)
 
 
 def message_with_its_leader(enc, s, r):
     """A replica's message in flight is with its leader."""
     o = enc.o
-    return implies(o, s.msgs[r].kind != NO_MSG, s.msgs[r].leader == s.reps[r].leader)
+    return implies(o, s.msgs[r].kind != NO_MESSAGE, s.msgs[r].leader == s.reps[r].leader)
 
 
 def stale_fetch_with_another(enc, s, r):
     """A replica's stale Fetch went to another replica."""
     o = enc.o
-    return implies(o, s.stale[r].kind != NO_MSG, s.stale[r].leader != r)
+    return implies(o, s.stale[r].kind != NO_MESSAGE, s.stale[r].leader != r)
 
 
 def messages_within_controller_epoch(enc, s, r):
@@ -53,7 +53,7 @@ def messages_within_controller_epoch(enc, s, r):
     # m.a: a Fetch's or an OffsetsForLeaderEpoch request's current leader epoch, an OffsetsForLeaderEpoch
     # answer's epoch (the slot, as the guard names three kinds)
     return o.And(implies(o, o.Or(m.kind == FETCH, m.kind == EPOCH_REQUEST, m.kind == EPOCH_RESPONSE), m.a <= c.epoch),
-                 implies(o, st.kind != NO_MSG, st.current_leader_epoch <= c.epoch))
+                 implies(o, st.kind != NO_MESSAGE, st.current_leader_epoch <= c.epoch))
 
 
 def fetching_no_epoch_request(enc, s, r):
@@ -73,7 +73,7 @@ def truncating_no_fetch(enc, s, r):
 def message_only_of_a_follower(enc, s, r):
     """A replica with a message in flight is a running follower."""
     o = enc.o
-    return implies(o, s.msgs[r].kind != NO_MSG, o.And(s.reps[r].alive, s.reps[r].role == FOLLOWER))
+    return implies(o, s.msgs[r].kind != NO_MESSAGE, o.And(s.reps[r].alive, s.reps[r].role == FOLLOWER))
 
 
 def requests_carry_leader_epoch(enc, s, r):
@@ -85,16 +85,17 @@ def requests_carry_leader_epoch(enc, s, r):
 def stale_fetch_epoch_within(enc, s, r):
     """A replica's stale Fetch carries an epoch at most its own."""
     o, m, rep = enc.o, s.stale[r], s.reps[r]
-    return implies(o, m.kind != NO_MSG, m.current_leader_epoch <= rep.leader_epoch)
+    return implies(o, m.kind != NO_MESSAGE, m.current_leader_epoch <= rep.leader_epoch)
 
 
 def stale_fetch_epoch_within_unless_restarted(enc, s, r):
     """A replica's stale Fetch carries an epoch at most its own, unless it stopped since.
 
-    A stop forgets the leader epoch (UNDEF) and keeps the Fetch out; the next LeaderAndIsr brings
+    A stop forgets the leader epoch (UNDEFINED) and keeps the Fetch out; the next LeaderAndIsr brings
     the controller's epoch, never below the Fetch's."""
     o, m, rep = enc.o, s.stale[r], s.reps[r]
-    return implies(o, m.kind != NO_MSG, o.Or(m.current_leader_epoch <= rep.leader_epoch, rep.leader_epoch == UNDEF))
+    return implies(o, m.kind != NO_MESSAGE,
+                   o.Or(m.current_leader_epoch <= rep.leader_epoch, rep.leader_epoch == UNDEFINED))
 
 
 MESSAGES = (("a follower's leader is another replica", followers_leader_is_another),
@@ -164,7 +165,8 @@ def isr_not_empty(enc, s):
 def current_leader(enc, s, r):
     """A leader at the controller's epoch is the one it names (or the partition is offline)."""
     o, rep, c = enc.o, s.reps[r], s.ctl
-    return implies(o, o.And(rep.role == LEADER, rep.leader_epoch == c.epoch), o.Or(c.leader == r, c.leader == UNDEF))
+    return implies(o, o.And(rep.role == LEADER, rep.leader_epoch == c.epoch),
+                   o.Or(c.leader == r, c.leader == UNDEFINED))
 
 
 def one_leader_per_epoch(enc, s, a, b):

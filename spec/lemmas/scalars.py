@@ -7,7 +7,7 @@ from __future__ import annotations
 from functools import partial
 from typing import List
 
-from hwcheck.checker.symbolic import FOLLOWER
+from hwcheck.spec.terms import FOLLOWER
 
 from .common import Lemma, implies, leads, lemma
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import List
 
-from hwcheck.checker.symbolic import FETCH, UNDEF, latest_cached_epoch
+from hwcheck.spec.terms import FETCH, UNDEFINED, latest_cached_epoch
 
 from .common import Lemma, implies, lemma, source, source_names
 
@@ -20,16 +20,16 @@ def validates(enc, rx, st):
     """rx's epoch cache validates the Fetch ``st``: endOffsetFor its last fetched epoch is that epoch,
     ending at or past its offset."""
     e, end = enc.end_offset_for(rx.epoch_cache, rx.clen, rx.leo, st.last_fetched_epoch)
-    return enc.o.And(st.last_fetched_epoch != UNDEF, e == st.last_fetched_epoch, end >= st.fetch_offset)
+    return enc.o.And(st.last_fetched_epoch != UNDEFINED, e == st.last_fetched_epoch, end >= st.fetch_offset)
 
 
 def stale_entry_present(enc, s, f):
     """A stale Fetch past offset 0 has an entry below its offset, produced, within its last fetched epoch; else none."""
     o, st, (rec, ep) = enc.o, s.stale[f], s.hist.stale_entry[f]
     asked = o.And(st.kind == FETCH, st.fetch_offset > 0)
-    return o.And(implies(o, asked, o.And(rec != UNDEF, ep != UNDEF, ep <= st.last_fetched_epoch,
+    return o.And(implies(o, asked, o.And(rec != UNDEFINED, ep != UNDEFINED, ep <= st.last_fetched_epoch,
                                          rec < s.hist.produced)),
-                 implies(o, o.Not(asked), o.And(rec == UNDEF, ep == UNDEF)))
+                 implies(o, o.Not(asked), o.And(rec == UNDEFINED, ep == UNDEFINED)))
 
 
 def stale_entry_at_one_offset(enc, s, f, i, L):

@@ -63,7 +63,7 @@ from hwcheck.spec.actions import TERMS
 from hwcheck.spec.log import assign_0_11, assign_2_1, end_offset_for_0_11, end_offset_for_2_0, end_offset_for_2_1
 from hwcheck.spec.terms import (EPOCH_REQUEST, EPOCH_RESPONSE, FETCH, FETCH_RESPONSE, FETCHING, FOLLOWER, LEADER,
                                 NO_MESSAGE, NONE, TRUNCATING_AGAIN, UNDEFINED, ZERO, SCtl, SHist, SMsg, SRep, SState,
-                                SStale, equal, ite, latest_cached_epoch, leaves, rebuild, tmin)
+                                SStale, equal, in_office_terms, ite, latest_cached_epoch, leaves, rebuild, tmin)
 
 
 # ---------------------------------------------------------------- the term algebra
@@ -693,10 +693,6 @@ class Encoding:
             stays = o.Or(o.Sum(rep.isr) < cfg.min_isr, stays)
         return ite(o, stays, s, moved)
 
-    def in_office(self, s: SState, r: int):
-        rep = s.reps[r]
-        return self.o.And(rep.alive, rep.role == LEADER, s.ctl.leader == r, rep.leader_epoch == s.ctl.epoch)
-
     def accepts(self, leader: SRep, request_epoch):
         o = self.o
         ok = o.And(leader.alive, leader.role == LEADER)
@@ -815,10 +811,10 @@ ACTION_TABLE = (
 # ---------------------------------------------------------------- invariants (spec/invariants.py)
 
 def no_committed_data_loss(enc: Encoding, s: SState):
-    o, c = enc.o, s.ctl
+    o = enc.o
     out = []
     for l, rep in enumerate(s.reps):
-        in_office = o.And(c.leader == l, rep.alive, rep.role == LEADER, rep.leader_epoch == c.epoch)
+        in_office = in_office_terms(o, s, l)
         kept = [o.Or(off == UNDEFINED, o.And(off < rep.leo, o.select([e[0] for e in rep.log], off) == rec))
                 for rec, off in enumerate(s.hist.acked)]
         out.append(o.Or(o.Not(in_office), o.And(*kept)))

@@ -25,7 +25,7 @@ from .modes import FETCHING, TRUNCATING, TRUNCATING_AGAIN, Mode, follower_trunca
 from .state import (EPOCH_REQUEST, EPOCH_RESPONSE, FETCH, FETCH_RESPONSE, FOLLOWER, LEADER, NO_MESSAGE, NONE,
                     PREFERRED, UNDEFINED, Controller, EpochRequest, EpochResponse, Fetch, FetchResponse, History,
                     Message, Replica, State, in_office)
-from .terms import ZERO, SCtl, SMsg, SRep, SState, equal, ite, tmin
+from .terms import ZERO, SCtl, SMsg, SRep, SState, equal, in_office_terms, ite, tmin
 
 
 class Rules(NamedTuple):
@@ -1057,7 +1057,7 @@ def shrink_isr(s: State, rules: Rules, l: int, f: int) -> Optional[State]:
 def shrink_isr_terms(enc, s, l, f):
     """The z3 twin of ``shrink_isr``: (guard, next state) over the encoding's terms (checker/symbolic.py)."""
     o, rep = enc.o, s.reps[l]
-    guard = o.And(enc.in_office(s, l), equal(o, rep.isr, s.ctl.isr), rep.isr[f], rep.remote_leo[f] < rep.leo)
+    guard = o.And(in_office_terms(o, s, l), equal(o, rep.isr, s.ctl.isr), rep.isr[f], rep.remote_leo[f] < rep.leo)
     isr = enc.bit(rep.isr, f, False)
     t = enc.set_replica(s, l, rep._replace(isr=isr))._replace(ctl=enc.with_isr(s.ctl, isr))
     return guard, enc.advance_hw(t, l)
@@ -1092,7 +1092,7 @@ def expand_isr_terms(enc, s, l, f):
     """The z3 twin of ``expand_isr``: (guard, next state) over the encoding's terms (checker/symbolic.py)."""
     o, rep = enc.o, s.reps[l]
     remote = rep.remote_leo[f]
-    guard = o.And(enc.in_office(s, l), equal(o, rep.isr, s.ctl.isr), o.Not(rep.isr[f]),
+    guard = o.And(in_office_terms(o, s, l), equal(o, rep.isr, s.ctl.isr), o.Not(rep.isr[f]),
                   remote != UNDEFINED, remote >= rep.hw)
     if enc.mode.expand_waits_for_epoch_start:
         guard = o.And(guard, remote >= enc.epoch_start(rep, rep.leader_epoch))

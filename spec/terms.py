@@ -51,6 +51,13 @@ def latest_cached_epoch(o, rep: SRep):
     return o.If(rep.clen > 0, o.select(rep.epoch_cache, rep.clen - 1)[0], UNDEFINED)
 
 
+def in_office_terms(o, s, r):
+    """spec/state.in_office over the encoding's terms: r is up, leads, is the controller's leader,
+    at the controller's epoch."""
+    rep = s.reps[r]
+    return o.And(rep.alive, rep.role == LEADER, s.ctl.leader == r, rep.leader_epoch == s.ctl.epoch)
+
+
 def equal(o, a, b):
     return o.And(*[x == y for x, y in zip(leaves(a), leaves(b))])
 

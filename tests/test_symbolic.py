@@ -11,6 +11,7 @@ from hwcheck.checker.bfs import bfs
 from hwcheck.checker.bmc import NOT_INDUCTIVE, Unrolling, bmc, prove, symbolic_encoding
 from hwcheck.checker.result import HOLDS, VIOLATED
 from hwcheck.checker.symbolic import CONCRETE, FOLLOWER, ZERO, Encoding, SRep, equal, leaves
+from hwcheck.spec.terms import in_office_terms
 from hwcheck.checker.trace import load_itf, replay, to_itf
 from hwcheck.cli.symbolic import state_lines
 from hwcheck.spec import Config, ConfigError, Model
@@ -364,7 +365,7 @@ def test_a_drifting_encoding_fails_the_agreement_test():
     def expand_isr_below_hw(enc, s, l, f):
         o, rep = enc.o, s.reps[l]
         remote = rep.remote_leo[f]
-        guard = o.And(enc.in_office(s, l), equal(o, rep.isr, s.ctl.isr), o.Not(rep.isr[f]), remote != -1,
+        guard = o.And(in_office_terms(o, s, l), equal(o, rep.isr, s.ctl.isr), o.Not(rep.isr[f]), remote != -1,
                       remote >= enc.epoch_start(rep, rep.leader_epoch))
         isr = tuple(True if x == f else b for x, b in enumerate(rep.isr))
         return guard, enc.set_replica(s, l, rep._replace(isr=isr))._replace(ctl=s.ctl._replace(isr=isr))

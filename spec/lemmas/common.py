@@ -7,7 +7,7 @@ from __future__ import annotations
 from functools import partial
 from typing import Callable, List, NamedTuple
 
-from hwcheck.spec.terms import FETCH_RESPONSE, LEADER, UNDEFINED
+from hwcheck.spec.terms import FETCH_RESPONSE, LEADER, UNDEFINED, in_office_terms
 
 
 class Lemma(NamedTuple):
@@ -78,10 +78,7 @@ def leads(o, rep):
     return o.And(rep.alive, rep.role == LEADER)
 
 
-def in_office(o, s, r):
-    """r leads, the controller names it, at the controller's epoch."""
-    rep = s.reps[r]
-    return o.And(leads(o, rep), s.ctl.leader == r, rep.leader_epoch == s.ctl.epoch)
+in_office = in_office_terms    # the lemmas' name for spec/state.in_office over terms
 
 
 def took_office_named(enc, s, r):

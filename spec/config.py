@@ -35,10 +35,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from typing import Optional, Union
 
-from .modes import ALIASES as MODE_ALIASES, LADDER, MODES as _MODES, Mode
+from .modes import ALIASES as MODE_ALIASES, MODES as _MODES, Mode
 
 MODES = tuple(_MODES)      # the ladder's names
-_LADDER = {m.name: m for m in LADDER}
 ACKS = ("all", "1")
 RESPONSE_HW = ("after", "before")
 MAX_REPLICAS = 5
@@ -85,7 +84,7 @@ class ModeName(str):
     __hash__ = str.__hash__
 
     def __reduce__(self):
-        if _LADDER.get(str(self)) is self.definition:
+        if _MODES.get(str(self)) is self.definition:
             return _ladder_mode, (str(self),)
         return ModeName, (self.definition,)
 
@@ -97,7 +96,7 @@ class ModeName(str):
 
 
 def _ladder_mode(name: str) -> ModeName:
-    return ModeName(_LADDER[name])
+    return ModeName(_MODES[name])
 
 
 def resolve_mode(mode: Union[str, Mode]) -> ModeName:

@@ -1,0 +1,380 @@
+"""The replication proxy: Kafka's replication traffic between brokers, on a socket the harness owns.
+
+Each broker gets a listener of its own for replication (``REPLICATION``, the
+``inter.broker.listener.name``) on a private port and advertises, for that listener, the port of
+its proxy instead: a follower's fetcher reaches its leader through the leader's proxy, while
+clients keep the ``PLAINTEXT`` listener and never pass through it. The proxy parses Kafka's
+frames (``NetworkClient`` / ``RequestHeader``: an int32 size, then for a request ``api_key``
+int16, ``api_version`` int16, ``correlation_id`` int32; a response starts with the correlation id
+alone, so the proxy keeps the correlation ids of each connection's requests). Everything passes at
+once except, while the proxy is *gated*, the replication messages of the model: Fetch (api key 1)
+and OffsetsForLeaderEpoch (23), requests and their responses. Those wait, each in its
+connection's order, until the harness releases them (the model's ``leader_handle_fetch`` releases
+a request, ``follower_handle_fetch`` its response) or drops the connection (a network fault:
+the follower sees a disconnection and, from 1.1, starts a new fetch session).
+
+Which follower a connection belongs to is read from the kernel: the peer's port on 127.0.0.1 is a
+socket of exactly one process (``/proc/net/tcp*`` and ``/proc/PID/fd``), and the harness knows
+which broker each process is. Linux only; the request itself names the follower in a field that
+moved between releases (Fetch ``replica_id`` up to v14, a tagged field from v15; no field at all
+in OffsetsForLeaderEpoch before v3), and the fetcher's client id names the leader before 3.0.
+
+ISR changes (ZooKeeper writes before 2.7, AlterIsr/AlterPartition after), LeaderAndIsr and KRaft
+metadata do not pass through this proxy's gate: the harness awaits them.
+
+>>> a = Frame("request", FETCH, 12, 7, b"", follower=1, leader=0)
+>>> a
+Fetch request r1->r0 #7
+>>> Frame("response", OFFSETS_FOR_LEADER_EPOCH, 3, 9, b"", follower=1, leader=0)
+OffsetsForLeaderEpoch response r0->r1 #9
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import struct
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Optional
+
+FETCH = 1
+OFFSETS_FOR_LEADER_EPOCH = 23
+GATED = {FETCH: "Fetch", OFFSETS_FOR_LEADER_EPOCH: "OffsetsForLeaderEpoch"}
+
+REQUEST, RESPONSE = "request", "response"
+
+
+class ProxyError(Exception):
+    """A message the harness waited for did not come (one line)."""
+
+
+@dataclass(eq=False)
+class Frame:
+    """One Kafka message held by the proxy, in the model's words: a ``request`` goes from the
+    follower to the leader, a ``response`` back."""
+    direction: str
+    api_key: int
+    api_version: int
+    correlation_id: int
+    data: bytes = field(repr=False)
+    follower: Optional[int] = None
+    leader: int = -1
+    link: Optional["Link"] = field(default=None, repr=False)   # the connection it travels on
+    released: threading.Event = field(default_factory=threading.Event, repr=False)
+    dropped: bool = False
+
+    @property
+    def name(self) -> str:
+        return GATED.get(self.api_key, f"api {self.api_key}")
+
+    def __repr__(self) -> str:
+        f = "?" if self.follower is None else f"r{self.follower}"
+        a, b = (f, f"r{self.leader}") if self.direction == REQUEST else (f"r{self.leader}", f)
+        return f"{self.name} {self.direction} {a}->{b} #{self.correlation_id}"
+
+
+def read_frame(sock: socket.socket) -> Optional[bytes]:
+    """One size-prefixed frame (the size included), or None at the end of the stream."""
+    head = _read_exactly(sock, 4)
+    if head is None:
+        return None
+    (size,) = struct.unpack(">i", head)
+    body = _read_exactly(sock, size)
+    return None if body is None else head + body
+
+
+def _read_exactly(sock: socket.socket, n: int) -> Optional[bytes]:
+    chunks, got = [], 0
+    while got < n:
+        try:
+            chunk = sock.recv(min(n - got, 1 << 16))
+        except OSError:
+            return None
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        got += len(chunk)
+    return b"".join(chunks)
+
+
+def request_header(frame: bytes):
+    """``(api_key, api_version, correlation_id)`` of a size-prefixed request frame.
+
+    >>> request_header(struct.pack(">ihhi", 8, 1, 12, 7))
+    (1, 12, 7)
+    """
+    return struct.unpack(">hhi", frame[4:12])
+
+
+def response_correlation_id(frame: bytes) -> int:
+    return struct.unpack(">i", frame[4:8])[0]
+
+
+def socket_owner(port: int, pids: Dict[int, int], proc: str = "/proc") -> Optional[int]:
+    """The key in ``pids`` (broker id -> process id) of the process that owns the TCP socket bound
+    to local ``port`` on the loopback, or None (not one of them, or gone already)."""
+    inodes = set()
+    for table in ("net/tcp", "net/tcp6"):
+        try:
+            lines = open(f"{proc}/{table}").read().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            cols = line.split()
+            if len(cols) > 9 and int(cols[1].rsplit(":", 1)[1], 16) == port:
+                inodes.add(cols[9])
+    wanted = {f"socket:[{i}]" for i in inodes if i != "0"}
+    if not wanted:
+        return None
+    for key, pid in pids.items():
+        try:
+            fds = os.listdir(f"{proc}/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink(f"{proc}/{pid}/fd/{fd}") in wanted:
+                    return key
+            except OSError:
+                continue
+    return None
+
+
+class Link:
+    """One connection through a proxy: ``client`` the follower's side, ``server`` the leader's."""
+
+    def __init__(self, proxy: "Proxy", client: socket.socket, server: socket.socket, follower: Optional[int]):
+        self.proxy, self.client, self.server, self.follower = proxy, client, server, follower
+        self.requests: Dict[int, tuple] = {}       # correlation id -> (api_key, api_version)
+        self.closed = threading.Event()
+        self.threads = [threading.Thread(target=self._pump, args=(REQUEST,), daemon=True,
+                                         name=f"hwcheck-proxy-r{proxy.leader}-up"),
+                        threading.Thread(target=self._pump, args=(RESPONSE,), daemon=True,
+                                         name=f"hwcheck-proxy-r{proxy.leader}-down")]
+
+    def start(self) -> None:
+        for t in self.threads:
+            t.start()
+
+    def _pump(self, direction: str) -> None:
+        src, dst = (self.client, self.server) if direction == REQUEST else (self.server, self.client)
+        try:
+            while not self.closed.is_set():
+                data = read_frame(src)
+                if data is None:
+                    break
+                frame = self._frame(direction, data)
+                if frame is not None and not self.proxy.owner.hold(frame):
+                    break                           # dropped, or the proxy closes
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            self.close()
+
+    def _frame(self, direction: str, data: bytes) -> Optional[Frame]:
+        """The frame to gate, or None to pass it at once."""
+        if direction == REQUEST:
+            key, version, corr = request_header(data)
+            self.requests[corr] = (key, version)
+        else:
+            corr = response_correlation_id(data)
+            key, version = self.requests.pop(corr, (-1, -1))
+        if key not in GATED:
+            return None
+        return Frame(direction, key, version, corr, data, self.follower, self.proxy.leader, self)
+
+    def close(self) -> None:
+        if self.closed.is_set():
+            return
+        self.closed.set()
+        for s in (self.client, self.server):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            s.close()
+        self.proxy.owner.forget(self)
+
+
+class Proxy:
+    """The proxy in front of one broker's replication listener (``leader``: that broker's id)."""
+
+    def __init__(self, owner: "Proxies", leader: int, target_port: int):
+        self.owner, self.leader, self.target_port = owner, leader, target_port
+        self.listener = socket.socket()
+        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(16)
+        self.port = self.listener.getsockname()[1]
+        self.thread = threading.Thread(target=self._accept, daemon=True, name=f"hwcheck-proxy-r{leader}")
+        self.thread.start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, (_, peer_port) = self.listener.accept()
+            except OSError:
+                return                                  # closed
+            try:
+                server = socket.create_connection(("127.0.0.1", self.target_port), timeout=5)
+                server.settimeout(None)
+            except OSError:
+                client.close()                          # the broker is down: as a refused connection
+                continue
+            for s in (client, server):
+                s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            link = Link(self, client, server, self.owner.identify(peer_port))
+            if not self.owner.adopt(link):
+                link.close()
+                return
+            link.start()
+
+    def close(self) -> None:
+        try:
+            self.listener.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.listener.close()
+
+
+class Proxies:
+    """Every broker's proxy, and the harness's commands: gate, wait for a held message, release
+    it, drop a connection. Use as a context manager; closing releases nothing: it closes every
+    connection (the brokers see a network fault) and stops every thread.
+
+    ``pids()`` returns broker id -> the process id of that broker now (to tell followers apart).
+    """
+
+    def __init__(self, pids: Callable[[], Dict[int, int]], log: Callable[[str], None] = lambda m: None):
+        self.pids, self.log = pids, log
+        self.proxies: Dict[int, Proxy] = {}
+        self.links: List[Link] = []
+        self.held: List[Frame] = []
+        self.gated = False
+        self.closing = False
+        self.cond = threading.Condition()
+
+    def __enter__(self) -> "Proxies":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def add(self, broker: int, target_port: int) -> int:
+        """A proxy for ``broker``'s replication listener on ``target_port``; returns the proxy's port."""
+        proxy = self.proxies[broker] = Proxy(self, broker, target_port)
+        return proxy.port
+
+    def identify(self, peer_port: int) -> Optional[int]:
+        for _ in range(20):                              # the connecting process's socket is there at once
+            who = socket_owner(peer_port, self.pids())
+            if who is not None:
+                return who
+            time.sleep(0.01)
+        return None
+
+    # ------------------------------------------------------------ the pumps' side
+
+    def adopt(self, link: Link) -> bool:
+        with self.cond:
+            if self.closing:
+                return False
+            self.links.append(link)
+            return True
+
+    def forget(self, link: Link) -> None:
+        with self.cond:
+            if link in self.links:
+                self.links.remove(link)
+            for frame in [f for f in self.held if f.link is link]:
+                frame.dropped = True
+                frame.released.set()
+                self.held.remove(frame)
+            self.cond.notify_all()
+
+    def hold(self, frame: Frame) -> bool:
+        """Called by a pump: block while the proxy is gated until ``frame`` is released (True) or
+        its connection dropped (False)."""
+        with self.cond:
+            if not self.gated:
+                return not self.closing
+            self.held.append(frame)
+            self.cond.notify_all()
+        frame.released.wait()
+        return not frame.dropped
+
+    # ------------------------------------------------------------ the harness's side
+
+    def gate(self, on: bool = True) -> None:
+        """Hold every Fetch and OffsetsForLeaderEpoch from now on (``on``), or pass them all and
+        release what is held."""
+        with self.cond:
+            self.gated = on
+            if not on:
+                for frame in self.held:
+                    frame.released.set()
+                self.held.clear()
+            self.cond.notify_all()
+
+    def wait_held(self, direction: str, follower: int, leader: int, api_key: Optional[int] = None,
+                  timeout: float = 30.0, after: Optional[Frame] = None) -> Frame:
+        """The first held message of that kind between ``follower`` and ``leader`` (a response to
+        ``after`` if given), waiting up to ``timeout`` seconds for it."""
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            while True:
+                for frame in self.held:
+                    if (frame.direction == direction and frame.follower == follower and frame.leader == leader
+                            and (api_key is None or frame.api_key == api_key)
+                            and (after is None or (frame.correlation_id == after.correlation_id
+                                                   and frame.link is after.link))):
+                        return frame
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    kind = GATED.get(api_key, "replication") if api_key is not None else "replication"
+                    a, b = (follower, leader) if direction == REQUEST else (leader, follower)
+                    held = ", ".join(map(repr, self.held)) or "nothing"
+                    raise ProxyError(f"no {kind} {direction} r{a}->r{b} reached the proxy in {timeout:.0f} s "
+                                     f"(held: {held})")
+                self.cond.wait(min(left, 0.2))
+
+    def release(self, frame: Frame) -> None:
+        with self.cond:
+            if frame in self.held:
+                self.held.remove(frame)
+            frame.released.set()
+            self.cond.notify_all()
+
+    def drop(self, follower: int, leader: int) -> int:
+        """Close every connection from ``follower`` to ``leader``'s proxy, with what it held; returns
+        how many were closed."""
+        with self.cond:
+            links = [l for l in self.links if l.follower == follower and l.proxy.leader == leader]
+        for link in links:
+            link.close()
+        return len(links)
+
+    def holding(self) -> List[Frame]:
+        with self.cond:
+            return list(self.held)
+
+    def close(self) -> None:
+        with self.cond:
+            self.closing = True
+            links = list(self.links)
+            for frame in self.held:
+                frame.dropped = True
+                frame.released.set()
+            self.held.clear()
+        for proxy in self.proxies.values():
+            proxy.close()
+        for link in links:
+            link.close()
+        for proxy in self.proxies.values():
+            proxy.thread.join(2)
+        for link in links:
+            for t in link.threads:
+                t.join(2)

@@ -70,6 +70,8 @@ class Node:
     node_id: int
     home: Path                   # its private directory: config, logs, data
     port: int                    # the client (PLAINTEXT) port; the controller's CONTROLLER port
+    replication_port: int = 0    # with proxies: the REPLICATION listener itself (followers reach the proxy)
+    proxy_port: int = 0          # with proxies: the port the REPLICATION listener advertises
     proc: Optional[subprocess.Popen] = None
     paused: bool = False
     starts: int = 0
@@ -102,6 +104,8 @@ class Cluster:
     java: str = "java"
     log: object = None                  # a callable for progress lines
     first: int = 0                      # ZooKeeper mode: the broker started first (it becomes the controller)
+    proxied: bool = False               # replication through cluster/proxy.py (``self.proxies``)
+    proxies: object = None
     nodes: Dict[str, Node] = field(default_factory=dict)
     cluster_id: str = ""
 
@@ -128,6 +132,10 @@ class Cluster:
     def broker(self, r: int) -> Node:
         return self.nodes[f"r{r}"]
 
+    def pids(self) -> Dict[int, int]:
+        """Broker id -> the process id of each broker running now."""
+        return {b.node_id: b.proc.pid for b in list(self.nodes.values()) if b.name.startswith("r") and b.running}
+
     def _say(self, msg: str) -> None:
         if self.log:
             self.log(msg)
@@ -146,9 +154,15 @@ class Cluster:
         else:
             zk = self.nodes["zookeeper"] = Node("zookeeper", -1, self.root / "zookeeper", free_port())
             zk.home.mkdir()
+        if self.proxied:
+            from .proxy import Proxies
+            self.proxies = Proxies(self.pids, log=self._say)
         for i in range(self.replicas):
             b = self.nodes[f"r{i}"] = Node(f"r{i}", i, self.root / f"r{i}", free_port())
             b.home.mkdir()
+            if self.proxies is not None:
+                b.replication_port = free_port()
+                b.proxy_port = self.proxies.add(i, b.replication_port)
             self._write(b, self._broker_props(b))
             if self.kraft:
                 self._format(b)
@@ -169,9 +183,12 @@ class Cluster:
         self._say(f"{self.replicas} brokers of Kafka {self.release.version} up in {time.monotonic() - t0:.1f} s")
 
     def close(self) -> None:
-        """Stop every process this cluster started (SIGCONT first, then SIGKILL of its group)."""
+        """Stop every process this cluster started (SIGCONT first, then SIGKILL of its group), and
+        the proxies."""
         for node in self.nodes.values():
             self._kill_group(node)
+        if self.proxies is not None:
+            self.proxies.close()
         if self.root is not None and not self.keep:
             shutil.rmtree(self.root, ignore_errors=True)
 
@@ -239,6 +256,10 @@ class Cluster:
         opts = ["-Xmx384m", "-Xms64m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true",
                 f"-Dkafka.logs.dir={node.home / 'logs'}"]
         opts += self._log_config(node)
+        if self.release.key() < (1, 0):
+            # 0.10-0.11 unmap index files through sun.nio.ch.DirectBuffer (fixed in 1.0, KAFKA-5915)
+            opts += ["--add-exports", "java.base/sun.nio.ch=ALL-UNNAMED",
+                     "--add-exports", "java.base/jdk.internal.ref=ALL-UNNAMED"]
         return [self.java, *opts, "-cp", f"{self.lib}/*", main, *args]
 
     def _log_config(self, node: Node) -> List[str]:
@@ -334,10 +355,18 @@ class Cluster:
 
     def _broker_props(self, b: Node) -> Dict[str, object]:
         t = self.timing
+        listeners, advertised, replication = f"PLAINTEXT://127.0.0.1:{b.port}", f"PLAINTEXT://127.0.0.1:{b.port}", "PLAINTEXT"
+        if b.proxy_port:
+            # followers reach a leader at the address it advertises for the inter-broker listener:
+            # the proxy's port; clients keep PLAINTEXT (Metadata answers per listener, KIP-103)
+            listeners += f",REPLICATION://127.0.0.1:{b.replication_port}"
+            advertised += f",REPLICATION://127.0.0.1:{b.proxy_port}"
+            replication = "REPLICATION"
         props: Dict[str, object] = {
-            "listeners": f"PLAINTEXT://127.0.0.1:{b.port}",
-            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{b.port}",
-            "inter.broker.listener.name": "PLAINTEXT",
+            "listeners": listeners,
+            "advertised.listeners": advertised,
+            "inter.broker.listener.name": replication,
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,REPLICATION:PLAINTEXT",
             "log.dirs": b.data,
             "num.partitions": 1, "default.replication.factor": self.replicas,
             "offsets.topic.replication.factor": 1, "transaction.state.log.replication.factor": 1,
@@ -351,7 +380,8 @@ class Cluster:
             "replica.high.watermark.checkpoint.interval.ms": t.hw_checkpoint,
             "replica.fetch.wait.max.ms": 100,
             "replica.fetch.backoff.ms": 100,
-            "replica.socket.timeout.ms": 5000,
+            # the fetcher's request timeout: a Fetch the proxy holds must never trip it by accident
+            "replica.socket.timeout.ms": 300000 if b.proxy_port else 5000,
             "group.initial.rebalance.delay.ms": 0,
             "log.flush.offset.checkpoint.interval.ms": 60000,   # the recovery point moves on flushes only
         }
@@ -361,7 +391,7 @@ class Cluster:
                 "process.roles": "broker", "node.id": b.node_id,
                 "controller.quorum.voters": f"{CONTROLLER_ID}@127.0.0.1:{ctl.port}",
                 "controller.listener.names": "CONTROLLER",
-                "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+                "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,REPLICATION:PLAINTEXT",
                 "broker.heartbeat.interval.ms": t.heartbeat,
                 "broker.session.timeout.ms": t.session,
             })

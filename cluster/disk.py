@@ -62,7 +62,8 @@ class Batch(NamedTuple):
     position: int                  # byte position of the batch in the segment
     size: int                      # LOG_OVERHEAD + batchLength
     attributes: int
-    records: bytes                 # the records after the header
+    records: bytes                 # the records after the header (magic 0/1: the message after its attributes)
+    magic: int = 2
 
 
 # --- segments and batches -------------------------------------------------------------------------
@@ -77,15 +78,22 @@ def batches(segment: Path) -> Iterator[Batch]:
     """The whole batches of one segment, as ``FileLogInputStream.nextBatch @4.1.1`` reads them:
     fewer than 17 bytes left, or a batch that runs past the end of the file, ends the segment (a
     torn tail); so does a batchLength below the minimum (zeros), which the broker's recovery
-    truncates as corrupt. CRCs are not checked. Only magic 2 (Kafka 0.11+) is read."""
+    truncates as corrupt. CRCs are not checked. A magic 0/1 entry (message format of 0.10,
+    ``LegacyRecord``: crc int32, magic int8, attributes int8, magic 1's timestamp int64, key,
+    value) is read as a batch of one record at epoch -1: that format carries no leader epoch."""
     data = segment.read_bytes()
     pos = 0
     while pos + HEADER_SIZE_UP_TO_MAGIC <= len(data):
         base, length, epoch, magic = struct.unpack_from(">qiib", data, pos)
         if length < RECORD_OVERHEAD_V0 or pos + LOG_OVERHEAD + length > len(data):
             return
+        if magic in (0, 1):
+            size = LOG_OVERHEAD + length
+            yield Batch(base, base, -1, pos, size, data[pos + 17], data[pos + 18:pos + size], magic)
+            pos += size
+            continue
         if magic != 2:
-            raise DiskError(f"{segment}: batch at byte {pos} has magic {magic}; only magic 2 is read")
+            raise DiskError(f"{segment}: batch at byte {pos} has magic {magic}; only magics 0, 1 and 2 are read")
         if LOG_OVERHEAD + length < BATCH_HEADER.size:
             return
         fields = BATCH_HEADER.unpack_from(data, pos)
@@ -115,6 +123,13 @@ def records(batch: Batch) -> Iterator[tuple[int, bytes]]:
     if batch.attributes & COMPRESSION_MASK:
         raise DiskError(f"batch at offset {batch.base_offset} is compressed "
                         f"(codec {batch.attributes & COMPRESSION_MASK}); only uncompressed batches are read")
+    if batch.magic < 2:                               # LegacyRecord: [timestamp], key, value
+        p = 8 if batch.magic == 1 else 0
+        (klen,) = struct.unpack_from(">i", batch.records, p)
+        p += 4 + max(klen, 0)
+        (vlen,) = struct.unpack_from(">i", batch.records, p)
+        yield batch.base_offset, batch.records[p + 4:p + 4 + vlen] if vlen >= 0 else b""
+        return
     data, pos = batch.records, 0
     while pos < len(data):
         length, pos = _varint(data, pos)

@@ -99,21 +99,32 @@ def zookeeper_view(cluster: Cluster) -> Optional[wire.PartitionView]:
     with kazoo whether or not a broker runs."""
     import json
     try:
-        from kazoo.client import KazooClient
-        from kazoo.exceptions import NoNodeError
+        import kazoo  # noqa: F401
     except ImportError:
         return controller_view(cluster)
+    data = _znode(cluster, f"/brokers/topics/{TOPIC}/partitions/0/state")
+    if data is None:
+        return None
+    state = json.loads(data[0])
+    return wire.PartitionView(state["leader"], state["leader_epoch"], (), tuple(state["isr"]), None, None, ())
+
+
+def registration(cluster: Cluster, r: int) -> Optional[int]:
+    """ZooKeeper mode: the session that holds broker ``r``'s registration (the ephemeral
+    ``/brokers/ids/r``), or None while it has none."""
+    data = _znode(cluster, f"/brokers/ids/{r}")
+    return None if data is None else data[1].ephemeralOwner
+
+
+def _znode(cluster: Cluster, path: str):
+    """(data, stat) of one znode, or None: absent, or ZooKeeper could not be asked."""
+    from kazoo.client import KazooClient
     zk = KazooClient(hosts=f"127.0.0.1:{cluster.nodes['zookeeper'].port}", timeout=2.0,
                      connection_retry={"max_tries": 1}, command_retry={"max_tries": 1})
     try:
         zk.start(timeout=2.0)
-        try:
-            data, _ = zk.get(f"/brokers/topics/{TOPIC}/partitions/0/state")
-        except NoNodeError:
-            return None
-        state = json.loads(data)
-        return wire.PartitionView(state["leader"], state["leader_epoch"], (), tuple(state["isr"]), None, None, ())
-    except Exception:                  # any failure to read it: the view is unknown, a difference
+        return zk.get(path)
+    except Exception:                  # absent, or any failure to read it: unknown
         return None
     finally:
         try:
@@ -139,11 +150,14 @@ def model_acked(s: State) -> Dict[int, int]:
     return {rec: off for rec, off in enumerate(s.history.acked) if off != UNDEFINED}
 
 
-def compare(s: State, v: View, upper: State, elr: bool, followers: bool = True, low: Optional[State] = None) -> List[str]:
+def compare(s: State, v: View, upper: State, elr: bool, followers: bool = True, low: Optional[State] = None,
+            exact: bool = False) -> List[str]:
     """What differs between the model's checkpoint state ``s`` and the cluster, as short phrases
     (empty: they agree). ``upper`` is the model's next checkpoint: acknowledgements the cluster
-    gave early must be among its, and those of ``low`` (default ``s``) given. ``elr``: compare ELR and last known ELR too. Without
-    ``followers``, the ISR and the logs of replicas other than the leader are not compared."""
+    gave early must be among its, and those of ``low`` (default ``s``) given. ``elr``: compare ELR
+    and last known ELR too. Without ``followers``, the ISR and the logs of replicas other than the
+    leader are not compared. ``exact`` (the replication proxy places every fetch): no log may run
+    ahead of the model, and every running replica's HW is compared too."""
     n = len(s.replicas)
     out = []
     c = s.controller
@@ -164,10 +178,12 @@ def compare(s: State, v: View, upper: State, elr: bool, followers: bool = True, 
             out.append(f"r{r} {'up' if rep.alive else 'down'} vs {'up' if real.alive else 'down'}")
         model_log = tuple(rec for rec, _ in rep.log)
         real_log = tuple(rec for rec, _ in real.log)
-        ahead_ok = (rep.alive and real_log[:len(model_log)] == model_log
+        ahead_ok = (not exact and rep.alive and real_log[:len(model_log)] == model_log
                     and leader_log[:len(real_log)] == real_log)
         if real_log != model_log and not ahead_ok:
             out.append(f"r{r} log {_records(model_log)} vs {_records(real_log)}")
+        elif exact and rep.alive and real.alive and rep.hw != real.hw:
+            out.append(f"r{r} hw {rep.hw} vs {real.hw}")
     low, high = model_acked(low if low is not None else s), model_acked(upper)
     if not (low.items() <= v.acked.items() <= high.items()):
         out.append(f"acked {_acks(low)} vs {_acks(v.acked)}")

@@ -41,12 +41,24 @@ PLACED = {
     "elect_preferred": "elect_preferred",        # Admin.electLeaders(PREFERRED)
 }
 
-# steps no process-level action can place or wait for (stage 2: a replication proxy, or a knob)
+# with the replication proxy (cluster/proxy.py) the fetch path is placed too: every Fetch and
+# OffsetsForLeaderEpoch, request and response, waits at the leader's proxy until its step
+PROXIED = {
+    "send_fetch": "await_request",                      # the fetcher sends by itself; the proxy holds it
+    "send_epoch_request": "await_request",
+    "leader_handle_fetch": "deliver_request",           # the request released to the leader, its answer held
+    "leader_handle_epoch_request": "deliver_request",
+    "follower_handle_fetch": "deliver_response",        # the answer released to the follower
+    "follower_handle_epoch_response": "deliver_response",
+    "reject_request": "reject",                         # released; the leader's error answer released too
+}
+
+# steps no process-level action can place or wait for (a knob, or a message the proxy cannot keep)
 UNSUPPORTED = {
     "flush": "needs the flushed point moved on command: not supported yet",
     "session_expire": "needs a ZooKeeper session expired on command: not supported yet",
-    "leader_handle_stale_fetch": "needs one Fetch held: not supported yet",
-    "reject_request": "needs one Fetch held: not supported yet",
+    "leader_handle_stale_fetch": "needs a Fetch delivered after its sender's connection closed: not supported yet",
+    "reject_request": "needs one Fetch held: run it with --proxy",
 }
 
 _LABEL = re.compile(r"^([a-z_]+)\(([^)]*)\)$")
@@ -67,6 +79,8 @@ class Step:
     resume_after: Tuple[int, ...] = ()
     checkpoint: bool = False      # the state after this step is compared with the cluster
     hold: bool = False            # wait a restart's time before placing it (see _plan_holds)
+    link: Tuple[int, int] = ()    # a message step with the proxy: (follower, leader)
+    api: str = ""                 # ... and the kind of its message ("Fetch", "OffsetsForLeaderEpoch")
 
     @property
     def placed(self) -> bool:
@@ -76,6 +90,11 @@ class Step:
 @dataclass
 class Plan:
     steps: List[Step] = field(default_factory=list)
+    proxied: bool = False         # the fetch path placed through the replication proxy
+
+    @property
+    def placed_actions(self) -> frozenset:
+        return frozenset(PLACED) | (frozenset(PROXIED) if self.proxied else frozenset())
 
     def checkpoints(self) -> List[int]:
         """The state indexes compared with the cluster (0 is the initial state)."""
@@ -95,20 +114,45 @@ def parse_label(text: str) -> Tuple[str, Tuple[int, ...]]:
     return m.group(1), args
 
 
-def compile_trace(states: Sequence[State], labels: Sequence[str]) -> Plan:
-    """The real steps of a trace: ``states[i]`` is the model's state after ``labels[i-1]``."""
+def compile_trace(states: Sequence[State], labels: Sequence[str], proxied: bool = False) -> Plan:
+    """The real steps of a trace: ``states[i]`` is the model's state after ``labels[i-1]``. With
+    ``proxied`` the fetch path is placed through the replication proxy, and no follower needs a
+    pause: nothing replicates unless the trace says so.
+
+    >>> from hwcheck.checker.trace import load_itf, replay
+    >>> done = replay(load_itf(open("counterexamples/hw-data-loss.itf.json").read()))
+    >>> labels = [done.model.format_label(l) for l in done.trace.labels]
+    >>> [(s.label, s.do, s.link) for s in compile_trace(done.trace.states, labels, proxied=True).steps][4:7]
+    [('send_fetch(r1)', 'await_request', (1, 0)), ('leader_handle_fetch(r0,r1)', 'deliver_request', (1, 0)), ('crash(r1)', 'kill', ())]
+    """
     steps = []
+    placed = {**PLACED, **PROXIED} if proxied else PLACED
     for i, text in enumerate(labels, start=1):
         action, args = parse_label(text)
-        if action in UNSUPPORTED:
+        if action in UNSUPPORTED and action not in placed:
             raise PlanError(f"step {i} {text} {UNSUPPORTED[action]}")
-        steps.append(Step(i, text, action, args, PLACED.get(action, "")))
+        step = Step(i, text, action, args, placed.get(action, ""))
+        if proxied and action in PROXIED:
+            step.link, step.api = _message_of(states, i, action, args)
+        steps.append(step)
     for k, step in enumerate(steps):
         nxt = steps[k + 1] if k + 1 < len(steps) else None
         step.checkpoint = nxt is None or nxt.placed
-    _plan_pauses(steps, states, Plan(steps).checkpoints())
+    plan = Plan(steps, proxied)
+    if not proxied:
+        _plan_pauses(steps, states, plan.checkpoints())
     _plan_holds(steps)
-    return Plan(steps)
+    return plan
+
+
+def _message_of(states: Sequence[State], i: int, action: str, args: Tuple[int, ...]) -> Tuple[Tuple[int, int], str]:
+    """(follower, leader) and the Kafka API of the message a fetch-path step sends or delivers: the
+    message in flight after a send, before a delivery."""
+    f = args[-1]
+    msg = states[i].inflight[f] if action.startswith("send_") else states[i - 1].inflight[f]
+    kind = msg.kind
+    api = "Fetch" if kind in (FETCH, FETCH_RESPONSE) else "OffsetsForLeaderEpoch"
+    return (f, msg.leader), api
 
 
 def _checkpoint_after(steps: List[Step], k: int) -> int:
@@ -180,18 +224,19 @@ def _plan_holds(steps: List[Step]) -> None:
                 step.hold = True
 
 
-def awaited_closure(model, s: State, limit: int = 20000) -> List[Tuple[State, Tuple[str, ...]]]:
+def awaited_closure(model, s: State, limit: int = 20000, placed=frozenset(PLACED)) -> List[Tuple[State, Tuple[str, ...]]]:
     """``s`` and every state the model reaches from it by awaited steps alone (what the cluster
     may run by itself before the harness's next placed step), breadth first, each with the
     labels that lead there; at most ``limit`` states. The producer is a placed step, so records
-    produced and the history of acknowledgements only move by HW advances here."""
+    produced and the history of acknowledgements only move by HW advances here (and, with the
+    proxy, ``placed`` holds the fetch path too: then only the controller and ISR changes move)."""
     seen = {s: ()}
     frontier = [s]
     while frontier and len(seen) < limit:
         nxt = []
         for state in frontier:
             for label, t in model.successors(state):
-                if label[0] in PLACED or label[0] in UNSUPPORTED or t in seen:
+                if label[0] in placed or label[0] in UNSUPPORTED or t in seen:
                     continue
                 seen[t] = seen[state] + (model.format_label(label),)
                 nxt.append(t)

@@ -21,6 +21,7 @@ from . import disk
 from .brokers import TOPIC, Cluster, ClusterError, Timing
 from .observe import View, compare, model_acked, observe
 from .plan import Plan, PlanError, compile_trace, needs_proxy
+from .proxy import OFFSETS_FOR_LEADER_EPOCH, REQUEST, RESPONSE, FETCH, ProxyError
 
 # the invariants whose breach a client of the real cluster can see
 JUDGED = ("NoCommittedDataLoss", "LeaderUnfenced", "NoLogDivergence")
@@ -28,11 +29,20 @@ FETCH_SETTLE = 0.6         # seconds: past replica.fetch.wait.max.ms (100 ms) wi
 POLL = 0.1                 # seconds between two looks at the cluster while waiting for a checkpoint
 AHEAD_STABLE = 4.0         # seconds a state ahead of the model must hold (past replica.lag.time.max.ms x 1.5)
 RESTART_BUDGET = 12.0      # seconds a restarted broker may take to register (2-core machine, measured ~5-9 s)
+# with the proxy a follower fetches only when the trace says so: the leader's lag check must not
+# drop it meanwhile (0.10-2.x drop a follower that has not fetched for replica.lag.time.max.ms, caught
+# up or not), so the lag is longer than any stretch of a trace (a broker's restart included);
+# a shrink_isr of the trace then takes that long to come
+PROXIED_TIMING = Timing(lag=20000)
+MESSAGE_WAIT = 30.0        # seconds the proxy waits for a message Kafka sends by itself
+NEXT_REQUEST = 2.0         # seconds to wait for the follower's next request after it got an answer
+APIS = {"Fetch": FETCH, "OffsetsForLeaderEpoch": OFFSETS_FOR_LEADER_EPOCH}
 
 
 def artifacts(release: Release) -> List[str]:
     """The broker's coordinate plus the logging backend its POM leaves out (so the brokers' logs
-    are kept as evidence): log4j 1 before 3.2, reload4j 3.2-3.9, log4j2 from 4.0."""
+    are kept as evidence): log4j 1 before 3.2, reload4j 3.2-3.9, log4j2 from 4.0; and before 2.0
+    JAXB's API, which Java 17 no longer ships."""
     key = release.key()
     if key >= (4, 0):
         backend = "org.apache.logging.log4j:log4j-slf4j-impl:2.24.3"
@@ -40,7 +50,11 @@ def artifacts(release: Release) -> List[str]:
         backend = "org.slf4j:slf4j-reload4j:1.7.36"
     else:
         backend = "org.slf4j:slf4j-log4j12:1.7.30"
-    return [release.coordinate, backend]
+    extra = []
+    if key < (2, 0):
+        # before 2.0 the broker reads javax.xml.bind.DatatypeConverter, gone from the JDK since 11
+        extra = ["javax.xml.bind:jaxb-api:2.3.1"]
+    return [release.coordinate, backend, *extra]
 
 
 @dataclass
@@ -93,6 +107,7 @@ class Outcome:
     first_difference: Optional[int] = None
     seconds: float = 0.0
     evidence: Optional[Path] = None
+    proxied: bool = False        # the fetch path went through the replication proxy
 
     @property
     def agrees(self) -> bool:
@@ -112,9 +127,28 @@ def _elr_setting(release: Release, mode_elr: bool, override: Optional[bool]) -> 
     return override if override is not None else mode_elr
 
 
+def plan_for(prediction: Prediction, invariant: Optional[str], proxy: Optional[bool]) -> Plan:
+    """The compiled trace: through the replication proxy if ``proxy``, or (None) if the trace needs
+    a message held (``needs_proxy``); a trace that needs one held refuses ``proxy=False``."""
+    if proxy:
+        return compile_trace(prediction.states, prediction.labels, proxied=True)
+    try:
+        plan = compile_trace(prediction.states, prediction.labels)
+    except PlanError:
+        if proxy is None:
+            return compile_trace(prediction.states, prediction.labels, proxied=True)
+        raise
+    why = needs_proxy(prediction.model, prediction.states, plan.steps, invariant if prediction.violated else None)
+    if why and proxy is None:
+        return compile_trace(prediction.states, prediction.labels, proxied=True)
+    if why:
+        raise PlanError(why.replace("not supported yet", "run it with --proxy"))
+    return plan
+
+
 def run(doc: dict, release: Release, lib: Path, *, elr: Optional[bool] = None, keep: Optional[Path] = None,
         timing: Optional[Timing] = None, log: Callable[[str], None] = lambda m: None,
-        wait: float = 45.0) -> Outcome:
+        wait: float = 45.0, proxy: Optional[bool] = None) -> Outcome:
     from hwcheck.spec.modes import MODES
     cfg = doc["#meta"]["hwcheck"]["config"]
     invariant = doc["#meta"]["hwcheck"].get("invariant")
@@ -122,26 +156,26 @@ def run(doc: dict, release: Release, lib: Path, *, elr: Optional[bool] = None, k
         raise PlanError(f"judging {invariant} on a real cluster is not supported yet (reproduce judges "
                         f"{', '.join(JUDGED)})")
     prediction = predict(doc, release.mode)
-    plan = compile_trace(prediction.states, prediction.labels)
-    why = needs_proxy(prediction.model, prediction.states, plan.steps, invariant if prediction.violated else None)
-    if why:
-        raise PlanError(why)
+    plan = plan_for(prediction, invariant, proxy)
     use_elr = _elr_setting(release, MODES[release.mode].elr, elr)
-    outcome = Outcome(release, prediction)
+    outcome = Outcome(release, prediction, proxied=plan.proxied)
     started = time.monotonic()
     cluster = Cluster(release, lib, cfg["replicas"], min_isr=cfg["min_isr"],
-                      unclean_election=cfg["unclean_election"], elr=use_elr, timing=timing or Timing(),
+                      unclean_election=cfg["unclean_election"], elr=use_elr,
+                      timing=timing or (PROXIED_TIMING if plan.proxied else Timing()), proxied=plan.proxied,
                       root=keep, keep=keep is not None, log=log, first=_zk_controller(plan, cfg["replicas"]))
     step_no = 0
     try:
         with cluster:
             from .client import Client
+            if plan.proxied:
+                cluster.proxies.gate()          # from the first Fetch on, nothing replicates unless a step says so
             with Client(cluster, acks=cfg["acks"]) as client:
                 client.create_topic(cfg["min_isr"], cfg["unclean_election"])
                 states = prediction.states
                 ckpts = plan.checkpoints()
                 outcome.rows.append(_checkpoint(cluster, client, states, 0, _next(ckpts, 0), "init", use_elr, wait, log,
-                                                model=prediction.model))
+                                                model=prediction.model, plan=plan))
                 for step in plan.steps:
                     step_no = step.index
                     if step.placed:
@@ -158,19 +192,28 @@ def run(doc: dict, release: Release, lib: Path, *, elr: Optional[bool] = None, k
                             # purgatory up to replica.fetch.wait.max.ms (100 ms): let it come back
                             # empty, or the follower would read the new record from its socket on resume
                             client.sleep(FETCH_SETTLE)
-                        _place(cluster, client, step, log)
+                        try:
+                            _place(cluster, client, step, log)
+                        except ProxyError as e:
+                            # Kafka did not send what the model sends: a difference at this step
+                            log(f"step {step.index} {step.label}: {e}")
+                            outcome.rows.append(Row(step.index, step.label, states[step.index],
+                                                    observe(cluster, client.acked), [str(e)]))
+                            outcome.first_difference = step.index
+                            break
                         for f in step.resume_after:
                             cluster.resume(f)
                     if step.checkpoint:
                         row = _checkpoint(cluster, client, states, step.index, _next(ckpts, step.index),
                                           step.label, use_elr, wait, log, last=step is plan.steps[-1],
-                                          model=prediction.model)
+                                          model=prediction.model, plan=plan)
                     else:
                         row = Row(step.index, step.label, states[step.index], None, [])
                     outcome.rows.append(row)
                     if row.differences and outcome.first_difference is None:
                         outcome.first_difference = step.index
-                if prediction.refused_at is not None:
+                if prediction.refused_at is not None and not any(isinstance(d, str) and d.startswith("no ")
+                                                                 for d in outcome.rows[-1].differences):
                     step_no = prediction.refused_at
                     label = doc["states"][prediction.refused_at]["#meta"]["action"]
                     log(f"step {step_no} {label}: refused by mode {release.mode}; watching {wait:.0f} s that "
@@ -181,6 +224,8 @@ def run(doc: dict, release: Release, lib: Path, *, elr: Optional[bool] = None, k
                 final = outcome.rows[-1].view or observe(cluster, client.acked)
                 for r in range(cluster.replicas):
                     cluster.resume(r)
+                if cluster.proxies is not None:
+                    cluster.proxies.gate(False)
                 outcome.real, outcome.verdict = judge(invariant, final, cluster, release)
     except KeyboardInterrupt:
         outcome.seconds = time.monotonic() - started
@@ -241,8 +286,63 @@ def _place(cluster: Cluster, client, step, log) -> None:
         _restart(cluster, r)
     elif step.do == "elect_preferred":
         client.elect_preferred()
+    elif step.do in ("await_request", "deliver_request", "deliver_response", "reject"):
+        _message_step(cluster.proxies, step, log)
     else:
         raise PlanError(f"step {step.index} {step.label}: nothing places {step.do!r}")
+
+
+def _message_step(proxies, step, log) -> None:
+    """A fetch-path step through the proxy. The follower's fetcher sends by itself (the proxy holds
+    the request: ``send_*``); the leader handles a request when the proxy releases it, and has
+    answered when its response reaches the proxy (``leader_handle_*``); the follower has applied
+    an answer once it sends its next request, or after NEXT_REQUEST seconds
+    (``follower_handle_*``)."""
+    (f, l), api = step.link, APIS[step.api]
+    if step.do == "await_request":
+        proxies.wait_held(REQUEST, f, l, api, MESSAGE_WAIT)
+        return
+    if step.do in ("deliver_request", "reject"):
+        request = proxies.wait_held(REQUEST, f, l, api, MESSAGE_WAIT)
+        proxies.release(request)
+        response = proxies.wait_held(RESPONSE, f, l, api, MESSAGE_WAIT, after=request)
+        log(f"  r{l} answered r{f}'s {step.api} #{request.correlation_id}; the answer is held")
+        if step.do == "deliver_request":
+            return
+    else:
+        response = proxies.wait_held(RESPONSE, f, l, api, MESSAGE_WAIT)
+    proxies.release(response)
+    try:
+        proxies.wait_held(REQUEST, f, l, None, NEXT_REQUEST)
+    except ProxyError:
+        pass                            # no next request (it leads now, or backs off): it applied it anyway
+
+
+def _restart_zookeeper(cluster: Cluster, r: int, timeout: float, log=lambda m: None) -> None:
+    """ZooKeeper mode: the broker back once it holds a registration of a new session. A broker
+    started while the dead process's registration (an ephemeral ``/brokers/ids/r`` of a session not
+    yet expired) is still there refuses to start (``KafkaHealthcheck.register`` ->
+    ``ZkUtils.registerBrokerInZk`` @0.10.2.1 throws "A broker is already registered", and the
+    broker exits); as its supervisor would, the harness starts it again once that registration is
+    gone -- and by then the controller has seen the broker leave (``BrokerChangeListener``)."""
+    from .observe import registration
+    old = registration(cluster, r)
+    deadline = time.monotonic() + timeout
+    cluster.restart(r)
+    while True:
+        now = registration(cluster, r)
+        if now is not None and now != old and cluster.broker(r).running:
+            return
+        if not cluster.broker(r).running:
+            if registration(cluster, r) == old and old is not None:
+                cluster._say(f"  r{r} refused to start: the dead process's registration is still "
+                             f"in ZooKeeper; starting it again once its session has expired")
+            while registration(cluster, r) == old and old is not None and time.monotonic() < deadline:
+                time.sleep(POLL)
+            cluster.restart(r)
+        if time.monotonic() > deadline:
+            raise ClusterError(f"r{r} did not register again within {timeout:.0f} s")
+        time.sleep(POLL)
 
 
 def _restart(cluster: Cluster, r: int, timeout: float = 90.0) -> None:
@@ -251,8 +351,7 @@ def _restart(cluster: Cluster, r: int, timeout: float = 90.0) -> None:
     only after that, never against a process still starting."""
     from . import metadata_log
     if not cluster.kraft:
-        cluster.restart(r)
-        cluster.wait_listening(cluster.broker(r), timeout)
+        _restart_zookeeper(cluster, r, timeout)
         return
     ctl = cluster.nodes["controller"].data
     before = metadata_log.controller_view(ctl, TOPIC, 0).broker_epochs.get(r)
@@ -266,7 +365,8 @@ def _restart(cluster: Cluster, r: int, timeout: float = 90.0) -> None:
         time.sleep(POLL)
 
 
-def _checkpoint(cluster, client, states, index, upper_index, label, elr, wait, log, last=False, model=None) -> Row:
+def _checkpoint(cluster, client, states, index, upper_index, label, elr, wait, log, last=False, model=None,
+                plan: Optional[Plan] = None) -> Row:
     """Poll the cluster until it agrees with the model's state ``index`` (once: the next placed
     step may have a short window, e.g. a broker registered and not yet unfenced), or holds a state
     the model reaches from it by awaited steps alone (cluster/plan.py ``awaited_closure``: Kafka ran
@@ -276,14 +376,17 @@ def _checkpoint(cluster, client, states, index, upper_index, label, elr, wait, l
     take (followers of the new leader truncate and rejoin the ISR)."""
     from .plan import awaited_closure
     s, upper = states[index], states[upper_index]
-    closure = awaited_closure(model, s) if model is not None else [(s, ())]
+    placed = plan.placed_actions if plan is not None else Plan().placed_actions
+    closure = awaited_closure(model, s, placed=placed) if model is not None else [(s, ())]
     deadline = time.monotonic() + wait
     agreed, ahead_since = 0, None
     while True:
         view = observe(cluster, client.acked)
-        diffs = compare(s, view, upper, bool(elr), followers=not last)     # closure[0] is s itself
+        exact = plan is not None and plan.proxied       # nothing replicates ahead of the trace
+        diffs = compare(s, view, upper, bool(elr), followers=not last, exact=exact)    # closure[0] is s itself
         ahead = () if not diffs else next(
-            (path for t, path in closure[1:] if not compare(t, view, t, bool(elr), followers=not last, low=s)), None)
+            (path for t, path in closure[1:]
+             if not compare(t, view, t, bool(elr), followers=not last, low=s, exact=exact)), None)
         if ahead is not None:
             diffs = []
         now = time.monotonic()

@@ -93,7 +93,7 @@ def _releases_for(doc: dict, versions) -> list:
     return out
 
 
-def run_one(doc, rel, elr, keep: Optional[Path], as_json: bool, wait: float):
+def run_one(doc, rel, elr, keep: Optional[Path], as_json: bool, wait: float, proxy: Optional[bool] = None):
     """One run; returns (outcome, expected outcome)."""
     from hwcheck.cluster.brokers import ClusterError
     from hwcheck.cluster.plan import PlanError
@@ -106,7 +106,7 @@ def run_one(doc, rel, elr, keep: Optional[Path], as_json: bool, wait: float):
             fail(f"{keep} exists: --keep never overwrites evidence (choose another folder)")
     _say(f"reproduce: Kafka {rel.version} ({rel.metadata}, mode {rel.mode}) from {lib}")
     try:
-        outcome = run(doc, rel, lib, elr=elr, keep=keep, log=_say, wait=wait)
+        outcome = run(doc, rel, lib, elr=elr, keep=keep, log=_say, wait=wait, proxy=proxy)
     except PlanError as e:
         fail(str(e))
     except ClusterError as e:
@@ -135,7 +135,7 @@ def outcome_doc(outcome) -> dict:
     p = outcome.prediction
     return {"kafka": outcome.release.version, "mode": p.mode, "predicted": p.outcome, "refused_at": p.refused_at,
             "real": outcome.real, "verdict": outcome.verdict, "agrees": outcome.agrees,
-            "first_difference": outcome.first_difference, "seconds": round(outcome.seconds, 1),
+            "first_difference": outcome.first_difference, "seconds": round(outcome.seconds, 1), "proxied": outcome.proxied,
             "rows": [{"step": r.index, "action": r.label, "differences": r.differences,
                       "kafka": None if r.view is None else {
                           "leader": r.view.leader, "epoch": r.view.epoch,
@@ -175,7 +175,10 @@ def load_reproductions(path: Path):
 @click.option("--check-releases", is_flag=True, help="resolve every pinned release (and its sources) and print what resolved")
 @click.option("--wait", type=click.FloatRange(1, 600), default=45.0, show_default=True,
               help="seconds to wait for the cluster to reach a checkpoint of the model")
-def reproduce(trace_file, versions, elr, keep, as_json, run_all, check_releases: bool, wait):
+@click.option("--proxy/--no-proxy", default=None,
+              help="place every Fetch and OffsetsForLeaderEpoch through the replication proxy; "
+                   "default: where the trace needs a message held")
+def reproduce(trace_file, versions, elr, keep, as_json, run_all, check_releases: bool, wait, proxy):
     """Run a counterexample on a real Kafka cluster (brokers from Maven Central's jars, on
     127.0.0.1) and compare every checkpoint with the model's state.
 
@@ -197,24 +200,24 @@ def reproduce(trace_file, versions, elr, keep, as_json, run_all, check_releases:
         for rep in load_reproductions(Path("pyproject.toml")):
             doc = _load_trace(Path(rep.trace))
             for version, expected in rep.expect.items():
-                jobs.append((rep.name, doc, find_release(version), rep.elr, (expected, rep.disagrees.get(version))))
+                jobs.append((rep.name, doc, find_release(version), rep.elr, (expected, rep.disagrees.get(version)),
+                             rep.proxy))
     else:
         if trace_file is None:
             fail("give a TRACE, --all or --check-releases")
         doc = _load_trace(trace_file)
-        from hwcheck.cluster.plan import PlanError, compile_trace, needs_proxy
-        done = replay_trace(doc)
-        try:
-            plan = compile_trace(done.trace.states, [s["#meta"]["action"] for s in doc["states"][1:]])
-        except PlanError as e:
-            fail(f"{trace_file}: {e}")
-        why = needs_proxy(done.model, done.trace.states, plan.steps, done.trace.invariant)
-        if why:
-            fail(f"{trace_file}: {why}")
-        jobs = [(trace_file.name, doc, rel, elr, None) for rel in _releases_for(doc, versions)]
+        if proxy is False:              # refused before any cluster starts
+            from hwcheck.cluster.plan import PlanError
+            from hwcheck.cluster.run import plan_for, predict
+            try:
+                plan_for(predict(doc, doc["#meta"]["hwcheck"]["config"]["mode"]), doc["#meta"]["hwcheck"].get("invariant"),
+                         False)
+            except PlanError as e:
+                fail(f"{trace_file}: {e}")
+        jobs = [(trace_file.name, doc, rel, elr, None, proxy) for rel in _releases_for(doc, versions)]
     results, code = [], EXIT_HOLDS
-    for name, doc, rel, entry_elr, expected in jobs:
-        outcome = run_one(doc, rel, entry_elr, keep, as_json, wait)
+    for name, doc, rel, entry_elr, expected, entry_proxy in jobs:
+        outcome = run_one(doc, rel, entry_elr, keep, as_json, wait, entry_proxy if proxy is None else proxy)
         if expected is None:
             ok = outcome.agrees
         else:           # the table's row: what the cluster does, and where it is known to part from the model

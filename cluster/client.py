@@ -24,10 +24,22 @@ def _confluent():
     return confluent_kafka, admin
 
 
+# refusals that come before the append (cluster/wire.py error_name)
+NOT_APPENDED = frozenset({"error code 3 (UNKNOWN_TOPIC_OR_PARTITION)", "error code 5 (LEADER_NOT_AVAILABLE)",
+                          "error code 6 (NOT_LEADER_OR_FOLLOWER)"})
+
+
 class Client:
-    def __init__(self, cluster: Cluster, acks: str):
+    """``wire``: produce each record with one ProduceRequest of its own (cluster/wire.py) to the
+    broker the model names, on a connection of its own, never retried -- the producer of the
+    fetch-level runs, where a leader may change with a record in flight and librdkafka was seen to
+    write such a record again on the new leader despite ``retries=0`` (2.8.1, a controlled shutdown
+    with the record waiting for acks=all)."""
+
+    def __init__(self, cluster: Cluster, acks: str, wire: bool = False):
         self.cluster = cluster
         self.acks = acks
+        self.wire = wire
         self.acked: Dict[int, int] = {}
         self.failed: Dict[int, str] = {}
         self.produced = 0
@@ -68,12 +80,37 @@ class Client:
                 return
             self.producer.poll(min(left, 0.1))
 
-    def produce(self) -> int:
+    def produce(self, leader: int = 0) -> int:
         rec = self.produced
-        self.producer.produce(TOPIC, value=str(rec).encode(), partition=0, on_delivery=self._report)
-        self.producer.poll(0)
+        if self.wire:
+            import threading
+            threading.Thread(target=self._produce_wire, args=(rec, leader), daemon=True,
+                             name=f"hwcheck-produce-{rec}").start()
+        else:
+            self.producer.produce(TOPIC, value=str(rec).encode(), partition=0, on_delivery=self._report)
+            self.producer.poll(0)
         self.produced += 1
         return rec
+
+    def _produce_wire(self, rec: int, leader: int, patience: float = 10.0) -> None:
+        """A broker that has not yet applied the metadata or leadership the model's step assumes
+        refuses before it appends (UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE,
+        NOT_LEADER_OR_FOLLOWER: ``ReplicaManager.appendToLocalLog``): asking again then writes
+        nothing twice, so it is asked again for up to ``patience`` seconds. Nothing else is retried."""
+        from . import wire
+        legacy = self.cluster.release.key() < (0, 11)
+        deadline = time.monotonic() + patience
+        while True:
+            try:
+                self.acked[rec] = wire.produce("127.0.0.1", self.cluster.broker(leader).port, TOPIC,
+                                               str(rec).encode(), -1 if self.acks == "all" else 1, 120000, legacy)
+                return
+            except wire.WireError as e:
+                if str(e) in NOT_APPENDED and time.monotonic() < deadline:
+                    time.sleep(0.1)
+                    continue
+                self.failed[rec] = str(e)
+                return
 
     def create_topic(self, min_isr: int, unclean: bool, timeout: float = 60.0) -> None:
         """The partition, assigned [0, 1, ...] so that the preferred leader is the model's r0; then

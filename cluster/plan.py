@@ -263,7 +263,7 @@ def needs_proxy(model, states: Sequence[State], steps: List[Step], invariant: Op
     >>> done = replay(load_itf(open("counterexamples/hw-data-loss.itf.json").read()))
     >>> labels = [done.model.format_label(l) for l in done.trace.labels]
     >>> needs_proxy(done.model, done.trace.states, compile_trace(done.trace.states, labels).steps, done.trace.invariant)
-    "step 7 crash(r1): the FetchResponse r0->r1 in flight would reach r1 first (r1's HW 0 -> 1), and then NoCommittedDataLoss holds at the end; the trace needs it held: needs one Fetch held: not supported yet"
+    "step 7 crash(r1): the FetchResponse r0->r1 in flight would reach r1 first (r1's HW 0 -> 1), and then NoCommittedDataLoss holds at the end; the trace needs it held: needs one Fetch held: run it with --proxy"
     """
     paused = set()
     labels = [model.parse_label(s.label) for s in steps]
@@ -288,7 +288,7 @@ def needs_proxy(model, states: Sequence[State], steps: List[Step], invariant: Op
                     src, dst = (leader, f) if to_follower else (f, leader)
                     return (f"step {step.index} {step.label}: the {MESSAGE_NAMES[kind]} r{src}->r{dst} in flight "
                             f"would reach r{dst} first ({changed}), and then {broken}; the trace needs it held: "
-                            f"needs one Fetch held: not supported yet")
+                            f"needs one Fetch held: run it with --proxy")
         paused -= set(step.resume_after)
     return None
 

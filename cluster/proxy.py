@@ -112,6 +112,17 @@ def response_correlation_id(frame: bytes) -> int:
     return struct.unpack(">i", frame[4:8])[0]
 
 
+def _closed_by_peer(sock: socket.socket) -> bool:
+    """Whether the other end closed ``sock`` (it reads as the end of the stream; bytes still to
+    read do not count: they wait their turn)."""
+    import select
+    try:
+        readable, _, _ = select.select([sock], [], [], 0)
+        return bool(readable) and sock.recv(1, socket.MSG_PEEK) == b""
+    except (OSError, ValueError):
+        return True
+
+
 def socket_owner(port: int, pids: Dict[int, int], proc: str = "/proc") -> Optional[int]:
     """The key in ``pids`` (broker id -> process id) of the process that owns the TCP socket bound
     to local ``port`` on the loopback, or None (not one of them, or gone already)."""
@@ -303,7 +314,13 @@ class Proxies:
                 return not self.closing
             self.held.append(frame)
             self.cond.notify_all()
-        frame.released.wait()
+        sender = frame.link.client if frame.direction == REQUEST else frame.link.server
+        while not frame.released.wait(0.05):
+            if _closed_by_peer(sender):
+                # the sender gave up the connection (a fetcher stopped, a broker died): what it
+                # sent on it dies with it, as on a real network
+                frame.link.close()
+                return False
         return not frame.dropped
 
     # ------------------------------------------------------------ the harness's side

@@ -64,6 +64,7 @@ class Reproduction(NamedTuple):
     # exact release -> the first step where the cluster is known to part from the model (a finding
     # written up in docs/results.md "Real clusters"); every other release must agree throughout
     disagrees: Dict[str, int] = {}
+    proxy: object = None            # True: the fetch path through the replication proxy; None: where needed
 
 
 class TableError(ValueError):
@@ -75,8 +76,9 @@ OUTCOMES = {"lost": "violated", "violated": "violated", "fenced-leader": "violat
 
 def parse_reproductions(table: dict) -> List[Reproduction]:
     """``[tool.hwcheck.reproduce.NAME]`` entries: ``trace``, ``expect = {"3.9.1" = "lost", ...}``
-    (what each release's cluster does), optional ``elr`` and ``disagrees = {"4.1.1" = 14}`` (a known
-    finding: the step from which that release's cluster parts from the model).
+    (what each release's cluster does), optional ``elr``, ``disagrees = {"4.1.1" = 14}`` (a known
+    finding: the step from which that release's cluster parts from the model) and ``proxy`` (run
+    the fetch path through the replication proxy; default: where the trace needs a message held).
 
     >>> parse_reproductions({"x": {"trace": "t.itf.json", "expect": {"3.9.1": "lost"}}})[0].expect
     {'3.9.1': 'violated'}
@@ -85,7 +87,7 @@ def parse_reproductions(table: dict) -> List[Reproduction]:
     for name, entry in table.items():
         if not isinstance(entry, dict) or "trace" not in entry or "expect" not in entry:
             raise TableError(f"reproduce.{name}: needs trace and expect")
-        unknown = set(entry) - {"trace", "expect", "elr", "description", "disagrees"}
+        unknown = set(entry) - {"trace", "expect", "elr", "description", "disagrees", "proxy"}
         if unknown:
             raise TableError(f"reproduce.{name}: unknown key(s) {', '.join(sorted(unknown))}")
         expect = {}
@@ -103,5 +105,8 @@ def parse_reproductions(table: dict) -> List[Reproduction]:
         if not isinstance(disagrees, dict) or set(disagrees) - set(expect) or not all(
                 isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in disagrees.values()):
             raise TableError(f"reproduce.{name}: disagrees maps releases of expect to a step number")
-        out.append(Reproduction(name, entry["trace"], expect, entry.get("elr"), dict(disagrees)))
+        proxy = entry.get("proxy")
+        if proxy is not None and not isinstance(proxy, bool):
+            raise TableError(f"reproduce.{name}: proxy is true or false")
+        out.append(Reproduction(name, entry["trace"], expect, entry.get("elr"), dict(disagrees), proxy))
     return out

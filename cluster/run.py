@@ -142,7 +142,7 @@ def plan_for(prediction: Prediction, invariant: Optional[str], proxy: Optional[b
     if why and proxy is None:
         return compile_trace(prediction.states, prediction.labels, proxied=True)
     if why:
-        raise PlanError(why.replace("not supported yet", "run it with --proxy"))
+        raise PlanError(why)
     return plan
 
 
@@ -170,7 +170,7 @@ def run(doc: dict, release: Release, lib: Path, *, elr: Optional[bool] = None, k
             from .client import Client
             if plan.proxied:
                 cluster.proxies.gate()          # from the first Fetch on, nothing replicates unless a step says so
-            with Client(cluster, acks=cfg["acks"]) as client:
+            with Client(cluster, acks=cfg["acks"], wire=plan.proxied) as client:
                 client.create_topic(cfg["min_isr"], cfg["unclean_election"])
                 states = prediction.states
                 ckpts = plan.checkpoints()
@@ -272,7 +272,7 @@ def _place(cluster: Cluster, client, step, log) -> None:
     r = step.args[0] if step.args else None
     log(f"step {step.index} {step.label}: {step.do}" + (f" r{r}" if r is not None else ""))
     if step.do == "produce":
-        client.produce()
+        client.produce(r)
     elif step.do == "kill":
         cluster.kill(r)
     elif step.do == "terminate":

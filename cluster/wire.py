@@ -358,3 +358,96 @@ def partition_view(host: str, port: int, topic: str, partition: int = 0, timeout
                 raise WireError(f"{host}:{port} speaks neither DescribeTopicPartitions v0 nor Metadata v7")
             return decode_metadata(exchange(sock, metadata_request(topic, 2)), topic, partition, 2)
         return _io(host, port, "metadata request", ask)
+
+
+# --- producing: one record, one request, no retry ------------------------------------------------
+
+PRODUCE = 0
+
+
+def _crc32c_table() -> list[int]:
+    table = []
+    for n in range(256):
+        c = n
+        for _ in range(8):
+            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+        table.append(c)
+    return table
+
+
+_CRC32C = _crc32c_table()
+
+
+def crc32c(data: bytes) -> int:
+    """CRC-32C (Castagnoli), the checksum of a v2 record batch (``Crc32C`` @4.1.1).
+
+    >>> hex(crc32c(b"123456789"))
+    '0xe3069283'
+    """
+    c = 0xFFFFFFFF
+    for b in data:
+        c = _CRC32C[(c ^ b) & 0xFF] ^ (c >> 8)
+    return c ^ 0xFFFFFFFF
+
+
+def varint(v: int) -> bytes:
+    """A zigzag varint (``ByteUtils.writeVarint``)."""
+    return uvarint((v << 1) ^ (v >> 63))
+
+
+def record_batch(value: bytes, timestamp_ms: int) -> bytes:
+    """One uncompressed record (no key, no headers) in a v2 batch (``DefaultRecordBatch`` /
+    ``DefaultRecord`` @4.1.1): no producer id, so the broker dedups nothing."""
+    body = int8(0) + varint(0) + varint(0) + varint(-1) + varint(len(value)) + value + varint(0)
+    record = varint(len(body)) + body
+    after_crc = (int16(0) + int32(0) + struct.pack(">qq", timestamp_ms, timestamp_ms) + struct.pack(">q", -1)
+                 + int16(-1) + int32(-1) + int32(1) + record)
+    head = int32(-1) + int8(2) + struct.pack(">I", crc32c(after_crc))
+    return struct.pack(">q", 0) + int32(len(head) + len(after_crc)) + head + after_crc
+
+
+def legacy_message(value: bytes, timestamp_ms: int) -> bytes:
+    """One record as a magic 1 message (``LegacyRecord``, Kafka 0.10): offset, size, CRC-32 of
+    the rest, magic, attributes, timestamp, null key, value."""
+    import zlib
+    rest = int8(1) + int8(0) + struct.pack(">q", timestamp_ms) + int32(-1) + int32(len(value)) + value
+    message = struct.pack(">I", zlib.crc32(rest)) + rest
+    return struct.pack(">q", 0) + int32(len(message)) + message
+
+
+def produce_request(topic: str, value: bytes, acks: int, timeout_ms: int, correlation_id: int,
+                    legacy: bool, timestamp_ms: int = 0) -> bytes:
+    """Produce v3 (0.11+: TransactionalId null, Acks, TimeoutMs, [Topic [Partition 0, Records]]) with
+    a v2 batch, or v2 with a magic 1 message for 0.10 (no TransactionalId)."""
+    records = legacy_message(value, timestamp_ms) if legacy else record_batch(value, timestamp_ms)
+    topics = int32(1) + string(topic) + int32(1) + int32(0) + int32(len(records)) + records
+    body = int16(acks) + int32(timeout_ms) + topics
+    version = 2 if legacy else 3
+    return request_header(PRODUCE, version, correlation_id, flexible=False) + (b"" if legacy else int16(-1)) + body
+
+
+def decode_produce(data: bytes, correlation_id: int | None = None) -> tuple[int, int]:
+    """(error code, base offset) of partition 0's answer (Produce v2/v3 response)."""
+    r = response_reader(data, correlation_id, flexible=False)
+    for _ in range(r.int32()):
+        r.string()
+        for _ in range(r.int32()):
+            r.int32()
+            error, offset = r.int16(), r.int64()
+            r.int64()                             # log append time
+            return error, offset
+    raise WireError("the Produce response names no partition")
+
+
+def produce(host: str, port: int, topic: str, value: bytes, acks: int, timeout_ms: int, legacy: bool) -> int:
+    """Send one record to partition 0 of the broker at ``port`` and wait for its answer: the offset
+    it was written at (acknowledged), or WireError (refused, or the connection gone: the record may
+    or may not be written, as for any client that never got an answer)."""
+    import time
+    request = produce_request(topic, value, acks, timeout_ms, 1, legacy, int(time.time() * 1000))
+    with _connect(host, port, 5.0) as sock:
+        sock.settimeout(timeout_ms / 1000 + 30)
+        error, offset = _io(host, port, "Produce", lambda: decode_produce(exchange(sock, request), 1))
+    if error:
+        raise WireError(error_name(error))
+    return offset

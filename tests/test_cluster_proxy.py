@@ -147,3 +147,17 @@ def test_closing_leaves_no_thread_and_no_listener():
         socket.create_connection(("127.0.0.1", port), timeout=1)
     client.close()
     broker.close()
+
+
+def test_a_held_request_dies_with_the_connection_its_sender_closed(rig):
+    broker, proxies, client = rig
+    proxies.gate()
+    client.sendall(request(FETCH, 4))
+    held = proxies.wait_held(REQUEST, 1, 0, FETCH, timeout=5)
+    client.close()                                 # the follower's fetcher gives the connection up
+    for _ in range(100):
+        if not proxies.holding():
+            break
+        threading.Event().wait(0.02)
+    assert proxies.holding() == [] and held.link.closed.is_set()
+    assert broker.seen == []                       # never delivered

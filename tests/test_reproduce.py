@@ -151,8 +151,8 @@ def test_kip101_scenario_1_needs_a_held_response_and_the_reproduced_rows_do_not(
 
 
 def test_a_trace_needing_a_held_fetch_is_one_line(tmp_path):
-    line = one_line_error(run_cli("reproduce", str(CX / "hw-data-loss.itf.json"), cwd=tmp_path))
-    assert line.endswith("needs one Fetch held: not supported yet")
+    line = one_line_error(run_cli("reproduce", str(CX / "hw-data-loss.itf.json"), "--no-proxy", cwd=tmp_path))
+    assert line.endswith("needs one Fetch held: run it with --proxy")
 
 
 def test_a_trace_of_the_tla_port_is_refused(tmp_path):

@@ -53,7 +53,7 @@ def kafka_lib():
 def test_reproduction(row, version, kafka_lib, tmp_path):
     doc = load_itf((ROOT / row.trace).read_text())
     rel = release(version)
-    outcome = run(doc, rel, kafka_lib(version), elr=row.elr, keep=tmp_path / "evidence")
+    outcome = run(doc, rel, kafka_lib(version), elr=row.elr, keep=tmp_path / "evidence", proxy=row.proxy)
     from hwcheck.cluster.report import step_table
     table = step_table(outcome)
     assert outcome.real == row.expect[version], f"{outcome.verdict}\n{table}"
@@ -84,3 +84,29 @@ def test_ctrl_c_stops_the_cluster_and_says_how_far_it_got(kafka_lib, tmp_path):
     assert "interrupted at step" in err and "the cluster is stopped" in err, err
     assert "Traceback" not in err
     assert not _java_processes(str(tmp_path / "kept")), "a broker outlived Ctrl-C"
+
+
+def test_ctrl_c_during_a_proxied_run_leaves_no_proxy_broker_or_temp_dir(kafka_lib, tmp_path):
+    """Interrupted while the proxy holds a Fetch: the brokers, the proxies (threads of the run's
+    process, listening on 127.0.0.1) and the cluster's temp dir are all gone."""
+    kafka_lib("2.8.0")
+    trace = ROOT / "counterexamples" / "kafka10554-kafka-13141-loss.itf.json"
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    before = set(os.listdir(tmp_path))
+    proc = subprocess.Popen([sys.executable, "-m", "hwcheck.cli", "reproduce", str(trace), "--kafka", "2.8.0",
+                             "--proxy"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+                            env=env)
+    seen = ""
+    deadline = time.monotonic() + 120
+    while "answer is held" not in seen and time.monotonic() < deadline:
+        line = proc.stderr.readline()
+        if not line:
+            break
+        seen += line
+    assert "answer is held" in seen, seen
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, seen + err
+    assert "interrupted at step" in err and "Traceback" not in err, err
+    assert not _java_processes(str(tmp_path)), "a broker outlived Ctrl-C"
+    assert set(os.listdir(tmp_path)) == before, "the cluster's temp dir outlived Ctrl-C"

@@ -193,7 +193,8 @@ class CheckpointError(Exception):
 
 
 CHECKPOINT_FILE = "bfs-checkpoint.pickle"
-CHECKPOINT_FORMAT = 2     # 2: packed frontier chunks, no labels
+CHECKPOINT_FORMAT = 3     # 2: packed frontier chunks, no labels; 3: messages as fixed-length NamedTuples
+#                           (Fetch, FetchResponse, ...), so states and their fingerprints changed
 
 
 def _run_key(model, order, symmetry) -> dict:

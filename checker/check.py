@@ -39,6 +39,14 @@ ENGINES = ("bfs", "spark", "z3")
 LIVENESS = "liveness"
 
 
+# the request's fields only the safety engines read, as ``hwcheck verify`` spells them: a liveness
+# request giving one of them is refused
+SAFETY_ONLY = (("invariants", "--invariant"), ("max_depth", "--max-depth"), ("all_invariants", "--all-invariants"),
+               ("depth", "--depth"), ("symmetry", "--symmetry"), ("workers", "--workers"),
+               ("checkpoint", "--checkpoint"), ("resume", "--resume"), ("max_memory_gb", "--max-memory"),
+               ("master", "--master"), ("partitions", "--partitions"))
+
+
 class CheckError(ValueError):
     """A request that cannot run, or an engine that could not (Spark failed to start, a
     checkpoint that cannot be read): one line for the user."""
@@ -53,7 +61,7 @@ class CheckRequest:
     ``symmetry``, ``workers`` (bfs; None: all cores), ``checkpoint``, ``resume``,
     ``replace_checkpoint`` (bfs: a folder holding another run's checkpoint may be replaced),
     ``max_memory_gb`` (bfs; None: 80% of the machine's memory); ``master``, ``partitions``
-    (spark); ``fair``, ``max_nodes`` (liveness)."""
+    (spark); ``fair``, ``max_nodes`` (liveness; the fields of SAFETY_ONLY are refused there)."""
     config: Any
     engine: str = "bfs"
     invariants: Tuple[str, ...] = ()
@@ -134,6 +142,11 @@ def _validated(r: CheckRequest) -> CheckResult:
     liveness = r.engine == LIVENESS
     if r.fair and not liveness:
         raise CheckError("--fair applies only with --liveness")
+    if liveness:
+        refused = [option for name, option in SAFETY_ONLY if _given(getattr(r, name))]
+        if refused:
+            raise CheckError(f"{', '.join(refused)} {'does' if len(refused) == 1 else 'do'} not apply to "
+                             "--liveness (it explores the whole state graph of the design model)")
     if r.engine != "spark" and (r.master is not None or r.partitions is not None):
         raise CheckError("--master and --partitions apply to --engine spark only")
     try:
@@ -171,6 +184,11 @@ def _validated(r: CheckRequest) -> CheckResult:
     if r.engine == "spark" and (r.symmetry or r.workers):
         raise CheckError("--symmetry and --workers apply to --engine bfs only")
     return CheckResult(r, model, invariants=list(r.invariants) or names)
+
+
+def _given(value) -> bool:
+    """Whether a request's option is set (the defaults of the safety-only fields: None, False, ())."""
+    return not (value is None or value is False or (isinstance(value, (tuple, list)) and not value))
 
 
 def _known_by_name(cfg) -> bool:

@@ -11,7 +11,10 @@ from scratch.
 The file is JSON: the settings it was found under (a proof is about one set of bounds), the goals
 it proves (the invariants and EncodingBounds), and each lemma by family and name; a clause of
 the clause or blocking family also lists its literals by the names of the atoms or scalars they
-read, so that it reads back without the reachable states it was learned from.
+read, so that it reads back without the reachable states it was learned from. Found under a
+variant (``--mode-file``, docs/variants.md), the settings name the variant's mode and
+``mode_file`` the file it came from: the file is read back under the run's Config, whose Mode
+stands for the recorded name when the names agree (a variant is not registered anywhere).
 
 >>> from hwcheck.spec import Config, Model
 >>> from hwcheck.checker.houdini import HOLDS, check_lemmas, discover
@@ -25,7 +28,7 @@ read, so that it reads back without the reachable states it was learned from.
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import List, Tuple
+from typing import List, Optional, Tuple
 
 from hwcheck.spec import Config, ConfigError
 from hwcheck.spec.config import config_from_mapping
@@ -35,6 +38,7 @@ from .bmc import BOUNDS
 from .cubes import blocking_clause, cube_from_literals
 from .houdini import HOLDS, Clauses, Discovery, Lemma, candidates, lookahead
 from .symbolic import CONCRETE, Encoding
+from .variants import file_of
 
 FORMAT = "hwcheck lemmas 1"
 
@@ -55,24 +59,34 @@ def to_json(model, d: Discovery) -> dict:
         elif lem.family == "blocking":
             entry["literals"] = [list(lit) for lit in d.atoms.literals(lem.name)]
         entries.append(entry)
-    return {"format": FORMAT, "config": asdict(model.cfg), "goals": [g for g in d.goals if g != BOUNDS],
-            "lemmas": entries}
+    doc = {"format": FORMAT, "config": asdict(model.cfg), "goals": [g for g in d.goals if g != BOUNDS],
+           "lemmas": entries}
+    path = file_of(model.cfg)
+    if path:
+        doc["mode_file"] = path
+    return doc
 
 
-def settings(doc: dict) -> Config:
-    """The settings a lemma file was found under."""
+def settings(doc: dict, cfg: Optional[Config] = None) -> Config:
+    """The settings a lemma file was found under. ``cfg``: the run's Config; when the file's mode
+    is the one ``cfg`` names, it is ``cfg``'s Mode (a variant of a mode file has no other home)."""
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise LemmaFileError(f"not a lemma file (no \"format\": \"{FORMAT}\")")
+    found = doc.get("config") or {}
+    if cfg is not None and isinstance(found, dict) and found.get("mode") == cfg.mode:
+        found = {**found, "mode": cfg.mode_definition}
     try:
-        return config_from_mapping(Config, doc.get("config") or {})
+        return config_from_mapping(Config, found)
     except (ConfigError, TypeError) as e:
-        raise LemmaFileError(f"its settings: {e}") from None
+        path = doc.get("mode_file")
+        hint = f" (a mode of {path}: check it with --mode-file {path})" if isinstance(path, str) else ""
+        raise LemmaFileError(f"its settings: {e}{hint}") from None
 
 
 def read_back(model, doc: dict) -> Tuple[List[str], List[Lemma]]:
     """(the goals, the lemmas) of a lemma file found under ``model``'s settings, rebuilt: templates
     and lookahead lemmas by name, clauses from their literals (each must read back to its name)."""
-    if settings(doc) != model.cfg:
+    if settings(doc, model.cfg) != model.cfg:
         raise LemmaFileError("it was found under other settings")
     goals, built = _build(model, doc)
     for lem in built:
@@ -92,7 +106,7 @@ def read_back_what_it_can(model, doc: dict) -> Tuple[List[str], List[Lemma], Lis
 
 def _build(model, doc: dict) -> Tuple[List[str], list]:
     """The goals, and per lemma of the file the Lemma or why it cannot be built (a string)."""
-    settings(doc)
+    settings(doc, model.cfg)
     goals, entries = doc.get("goals"), doc.get("lemmas")
     known = [name for name, _ in model.invariants]
     if not isinstance(goals, list) or not goals or any(g not in known for g in goals):

@@ -4,7 +4,8 @@ This is a second, hand-written encoding of spec/actions.py (guard then effect pe
 action's encoding sits beside the action itself in spec/actions.py, as ``<action>_terms(enc, s,
 *replicas) -> (guard, next state)`` (``TERMS``); this module holds what they share: the term
 algebra, the state layout's constraints, the small state updates, the log and epoch-cache
-operations, ``advance_hw``, the history variables (``_dated``) and the invariants. It is
+operations, the twins of the helpers most actions share (``advance_hw``, ``with_isr``,
+``accepts``, ``abandon``, ``stop``, ...), the history variables (``_dated``) and the invariants. It is
 kept honest by tests/test_symbolic.py, which checks on thousands of reachable states of every mode
 that the successors the spec enumerates equal the models of ``T(s, s')`` (both directions).
 
@@ -28,9 +29,9 @@ Layout of a state (``n`` replicas, ``L = records`` log slots, ``C`` epoch-cache 
 - an epoch cache is ``C = min(max_epoch, records) + 1`` slots of ``(epoch, start)`` with a length
   (epochs and starts strictly increase, so that many entries at most);
 - ``truncating`` is 0/1/2 (fetching, truncating, truncating again after an intermediate step);
-- with broker epochs (KIP-903) a leader's view of each follower's broker epoch (``rbe``, 0 on
-  other roles); with ELR (KIP-966) the clean-shutdown marker (``clean``); fields a mode lacks are
-  empty tuples or constants;
+- with broker epochs (KIP-903) a leader's view of each follower's broker epoch
+  (``remote_broker_epoch``, 0 on other roles); with ELR (KIP-966) the clean-shutdown marker
+  (``clean_shutdown``); fields a mode lacks are empty tuples or constants;
 - the controller: leader, epoch, the ISR and the brokers it believes live (``n`` booleans each);
   with broker epochs each broker's epoch; with ELR the ELR and the last known ELR (``n`` booleans);
 - in-flight messages: per follower a kind (0 = none), the leader, two fields ``a``/``b``, and for
@@ -59,7 +60,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 import z3
 
 from hwcheck.spec import ConfigError
-from hwcheck.spec.actions import TERMS
+from hwcheck.spec.actions import ACTIONS, TERMS
 from hwcheck.spec.log import assign_0_11, assign_2_1, end_offset_for_0_11, end_offset_for_2_0, end_offset_for_2_1
 from hwcheck.spec.terms import (EPOCH_REQUEST, EPOCH_RESPONSE, FETCH, FETCH_RESPONSE, FETCHING, FOLLOWER, LEADER,
                                 NO_MESSAGE, NONE, TRUNCATING_AGAIN, UNDEFINED, ZERO, SCtl, SHist, SMsg, SRep, SState,
@@ -198,14 +199,14 @@ def _release(fn, known) -> Optional[str]:
 
 def check_covered(model) -> None:
     """Refuse (one-line ConfigError) a run this encoding cannot express: a mode that replaces
-    action functions or names an assign / end_offset_for of its own, or a spec with an action this
-    encoding lacks."""
+    action functions or names an assign / end_offset_for of its own, or a spec with an action that
+    has no twin (spec/actions.py ``TERMS``)."""
     mode = model.rules.mode
     why = None
     knobs = [knob for knob in ("disk_losses", "follower_reads") if getattr(model.cfg, knob)]
     if knobs:
         raise ConfigError(f"the z3 engine does not encode {', '.join(knobs)} (use the bfs engine)")
-    unknown = [name for name, _, _ in model._actions if name not in dict(ACTION_TABLE)]
+    unknown = [name for name, _, _ in model._actions if name not in TERMS]
     if unknown:
         raise ConfigError(f"the z3 engine does not encode action(s) {', '.join(unknown)} of the spec "
                           f"(use the bfs engine)")
@@ -797,15 +798,8 @@ class Encoding:
         return o.And(*out)
 
 
-# name, arity: the actions of spec/actions.py, in its order
-ACTION_TABLE = (
-    ("produce", 1), ("send_fetch", 1), ("leader_handle_fetch", 2), ("leader_handle_stale_fetch", 2),
-    ("follower_handle_fetch", 1), ("send_epoch_request", 1), ("leader_handle_epoch_request", 2),
-    ("follower_handle_epoch_response", 1), ("reject_request", 2), ("crash", 1), ("power_fail", 1), ("flush", 1),
-    ("restart", 1), ("controlled_shutdown", 1), ("controlled_shutdown_leader", 2), ("controller_handle_failure", 1),
-    ("session_expire", 1), ("register", 1), ("elect_offline", 1), ("elect_preferred", 1), ("become_leader", 1),
-    ("become_follower", 1), ("shrink_isr", 2), ("expand_isr", 2),
-)
+# name, arity: the actions of spec/actions.py that have a z3 twin (its TERMS), in its order
+ACTION_TABLE = tuple((name, arity) for name, _, arity in ACTIONS if name in TERMS)
 
 
 # ---------------------------------------------------------------- invariants (spec/invariants.py)

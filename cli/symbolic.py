@@ -228,7 +228,7 @@ def _prove_with_lemmas(model, names, path: Path) -> None:
     """``prove --lemmas FILE``: the saved lemmas, rebuilt and checked by one z3 query."""
     try:
         doc = json.loads(path.read_text())
-        found_under = settings(doc)
+        found_under = settings(doc, model.cfg)
         if found_under != model.cfg:
             theirs, ours = found_under.as_dict(), model.cfg.as_dict()
             differ = [knob for knob in theirs if theirs[knob] != ours[knob]]

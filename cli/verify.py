@@ -29,7 +29,9 @@ DEFAULT_MASTER = "local[*]"
 ACTION_NAMES = [name for name, _, _ in ACTIONS]
 # what verify takes with --liveness: the design model's settings and where the lasso goes; every
 # other verify option given with it is refused, so an option added to verify later is refused too
-# until someone decides it applies
+# until someone decides it applies. checker/check.py refuses a liveness request's safety-only fields
+# itself (its SAFETY_ONLY); this list also catches --engine (not in the request), --mode-file, and an
+# option given at its default value, all named in one line as the user typed them
 LIVENESS_TAKES = frozenset({"liveness", "fair", "max_nodes", "model_family", "mode", "replicas", "out", "force",
                             "quiet", "verbose"} | set(DESIGN_ONLY) | set(TLA_ONLY))
 

@@ -11,8 +11,14 @@ rule differs between releases the action reads the mode (spec/modes.py), which c
 Beside each action sits its z3 twin, ``<action>_terms(enc, s, *replicas) -> (guard, next state)``:
 the same rule over the term algebra of checker/symbolic.py's ``Encoding`` (``enc.o``: ``If``/``And``/
 ``Or``/``Not``/``Sum``/``select``) and its state layout (spec/terms.py), so that one rule is read in
-one place (likewise ``<helper>_terms`` beside a helper). The encoding reaches them through ``TERMS``;
-tests/test_symbolic.py checks that the two agree on every mode. Nothing here imports z3.
+one place; likewise ``<helper>_terms`` beside a helper of a few actions (``_diverging_terms``,
+``_registered_terms``, ``_broker_gone_terms``, ...). The twins of the helpers most actions share
+are methods of checker/symbolic.py's ``Encoding`` instead, not beside them: ``advance_hw``,
+``_with_isr`` (``enc.with_isr``), ``_accepts`` (``enc.accepts``), ``_abandon`` (``enc.abandon``),
+``_drop_messages_to``, ``_lost_memory``, ``_stop`` (``enc.stop``), and spec/log.py's log and
+epoch-cache functions (``enc.append``, ``enc.truncate``, ``enc.assign``, ``enc.end_offset_for``, ...).
+The encoding reaches the actions' twins through ``TERMS``; tests/test_symbolic.py checks that the two
+agree on every mode. Nothing here imports z3.
 """
 
 from __future__ import annotations

@@ -1,9 +1,12 @@
 """The interface every engine sees: a ``Model`` (after Stateright's ``Model`` trait).
 
-checker/ is generic: it reaches a model only through these names, never through a family's state
-layout. Each model family supplies its own class (spec/model.py for the design model,
+checker/'s engines are generic: they reach a model only through these names, never through a
+family's state layout. Each model family supplies its own class (spec/model.py for the design model,
 spec/kafka_tla/model.py for the community's TLA+ spec); checker/families.py builds one from a
-config.
+config. The exception is checker/symbolic.py, the design family's z3 encoding (and what is built on
+it: bmc.py, houdini.py, cubes.py, lemma_file.py): it reads the design model's ``rules`` and
+``_actions`` and its state layout (spec/terms.py), and the design family only is sent there
+(checker/check.py refuses ``--engine z3`` for another).
 
 Required:
 
@@ -13,13 +16,20 @@ Required:
 - ``format_label(label)``, ``parse_label(text)``: labels as traces write them;
 - ``to_json(s)``: the state as ITF variables.
 
-Optional (an engine that needs one checks for it and refuses the model without it, in one line):
+Optional (an engine that needs one checks for it and refuses the model without it, in one line, or
+does without it where said):
 
 - ``rename(s, perm)``, ``symmetry_keys(s)``: the state with replica r renamed perm[r], and per
   replica what renaming cannot change (``--symmetry``, ``graph --reduce symmetry``);
 - ``summary(s)``: the state in a few lines (``hwcheck graph``'s export);
 - ``liveness``: ``(name, settled)`` pairs, and ``fair_actions``: the kinds of action under weak
-  fairness (``verify --liveness``).
+  fairness (``verify --liveness``);
+- ``action_names``: the kinds of action, and ``events``: those that happen to the brokers
+  (failures, an operator's steps) rather than what they do (checker/simulate.py's swarm; none
+  without them);
+- ``narrowed(s)``: the model with its budgets cut to what the path to ``s`` used (checker/shrink.py
+  confirms a shrunk trace by a bfs of it first; without it, only of the model as it is);
+- ``itf_vars``: the names of the ITF variables (checker/trace.py; the design model's by default).
 
 >>> from hwcheck.spec import Config, Model as DesignModel
 >>> from hwcheck.spec import kafka_tla
@@ -35,7 +45,8 @@ from typing import Any, Callable, Iterator, List, Optional, Protocol, Tuple, run
 
 Label = Tuple          # (action name, arguments...)
 
-OPTIONAL = ("rename", "symmetry_keys", "summary", "liveness", "fair_actions")
+OPTIONAL = ("rename", "symmetry_keys", "summary", "liveness", "fair_actions", "action_names", "events", "narrowed",
+            "itf_vars")
 
 
 @runtime_checkable

@@ -129,6 +129,39 @@ def test_a_bad_request_is_refused_before_any_work(request_, message, tmp_path, m
     assert heard.heard == [] and not (tmp_path / "ck").exists()
 
 
+@pytest.mark.parametrize("field, value, option", [
+    ("invariants", ("NoCommittedDataLoss",), "--invariant"), ("max_depth", 3, "--max-depth"),
+    ("all_invariants", True, "--all-invariants"), ("depth", 0, "--depth"), ("symmetry", True, "--symmetry"),
+    ("workers", 2, "--workers"), ("checkpoint", "ck", "--checkpoint"), ("resume", "ck", "--resume"),
+    ("max_memory_gb", 1.0, "--max-memory"), ("master", "local[1]", "--master"), ("partitions", 2, "--partitions"),
+])
+def test_a_liveness_request_refuses_every_safety_only_option(field, value, option, tmp_path, monkeypatch):
+    """check() itself, not only verify's command line, refuses them: one line naming the option."""
+    monkeypatch.chdir(tmp_path)
+    heard = Heard()
+    with pytest.raises(CheckError) as e:
+        check(CheckRequest(HW, engine="liveness", **{field: value}), heard)
+    assert str(e.value) == (f"{option} does not apply to --liveness (it explores the whole state graph of the "
+                            "design model)")
+    assert heard.heard == [] and not (tmp_path / "ck").exists()
+    with pytest.raises(CheckError, match="^--max-depth, --symmetry do not apply to --liveness"):
+        check(CheckRequest(HW, engine="liveness", max_depth=3, symmetry=True))
+
+
+def test_resume_refuses_a_checkpoint_of_the_previous_format(tmp_path):
+    """Format 2 held messages as plain tuples (and other fingerprints): refused in one line, not a traceback."""
+    from hwcheck.checker.bfs import CHECKPOINT_FILE, CHECKPOINT_FORMAT, load_checkpoint
+
+    from .conftest import one_line_error, run_cli
+    assert CHECKPOINT_FORMAT == 3
+    bfs(Model(Config(mode="kip320", records=1)), max_depth=3, checkpoint=str(tmp_path))
+    snap = load_checkpoint(str(tmp_path))
+    snap["format"] = 2
+    (tmp_path / CHECKPOINT_FILE).write_bytes(pickle.dumps(snap))
+    line = one_line_error(run_cli("verify", "--mode=kip320", "--records=1", "--quiet", "--resume", tmp_path))
+    assert "written by another version of hwcheck (format 2, this one reads 3)" in line
+
+
 def test_check_dispatches_to_each_engine():
     heard = Heard()
     done = check(CheckRequest(HW, invariants=("NoCommittedDataLoss",)), heard)

@@ -122,3 +122,28 @@ def test_cli_lemma_file_errors(tmp_path):
     assert "goes with --discover" in one_line_error(
         run_cli("prove", *TINY, "--invariant", "NoLogDivergence", "--save-lemmas", tmp_path / "x.json"))
     assert not (tmp_path / "x.json").exists()
+
+
+VARIANT = '''
+from hwcheck.spec.modes import MODES
+
+MODE = MODES["hw"].variant("my-hw", isr_only_live=True)
+'''
+
+
+def test_cli_save_then_check_under_a_mode_file(tmp_path):
+    """A proof found under a variant reads back under the run's --mode-file (its mode is registered
+    nowhere, so the file's mode name alone could not rebuild the settings); the file records where
+    the variant came from, and a run without --mode-file is told."""
+    variant, path = tmp_path / "v.py", tmp_path / "lemmas.json"
+    variant.write_text(VARIANT)
+    tiny = ["--mode-file", variant, "--records", "1", "--crashes", "0", "--invariant", "NoLogDivergence"]
+    r = run_cli("prove", *tiny, "--discover", "--save-lemmas", path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    saved = json.loads(path.read_text())
+    assert saved["config"]["mode"] == "my-hw" and saved["mode_file"] == str(variant.resolve())
+    r = run_cli("prove", *tiny, "--lemmas", path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "are 1-inductive" in r.stdout
+    err = one_line_error(run_cli("prove", *TINY, "--invariant", "NoLogDivergence", "--lemmas", path))
+    assert "unknown mode 'my-hw'" in err and f"--mode-file {variant.resolve()}" in err

@@ -283,6 +283,21 @@ def test_modes_the_encoding_cannot_express_are_refused_in_one_line(variant):
         assert_agrees(enc, model, s)
 
 
+def test_the_encodings_actions_come_from_the_spec():
+    """ACTION_TABLE is derived from spec/actions.py (ACTIONS with a twin in TERMS, in that order): the
+    encoding's instances are every action of the run, and an action without a twin is refused."""
+    from hwcheck.checker.symbolic import ACTION_TABLE, check_covered
+    from hwcheck.spec.actions import ACTIONS, TERMS
+    assert list(ACTION_TABLE) == [(name, arity) for name, _, arity in ACTIONS if name in TERMS]
+    assert set(TERMS) <= {name for name, _, _ in ACTIONS} and "lose_disk" not in TERMS
+    model = Model(Config(mode="epoch", records=1, power_failures=1))
+    assert list(dict.fromkeys(label[0] for label in Encoding(model, CONCRETE).instances)) == \
+        list(model.action_names)
+    model._actions = list(model._actions) + [("teleport", lambda s, rules, r: None, 1)]
+    with pytest.raises(ConfigError, match="does not encode action.s. teleport of the spec"):
+        check_covered(model)
+
+
 def test_variants_mixing_the_newest_rules_are_encoded(variant):
     """The boolean rules of the 2.8+ modes are independent branches: a variant that combines them
     as no release does (ELR with the epoch bump on ISR removal and KAFKA-13141/14704's bugs; ELR

@@ -85,7 +85,7 @@ def took_office_named(enc, s, r):
     """The controller names r and r's cache says it took office at the controller's epoch (from
     KAFKA-7415 makeLeader caches the epoch; a restart keeps log, cache and HW, not the leader epoch).
     Never, in a mode without an epoch cache."""
-    if not s.reps[r].epoch_cache:
+    if enc.assign_rule is None:      # no epoch cache is written (its slots are constants)
         return False
     return enc.o.And(s.ctl.leader == r, enc.latest_epoch(s.reps[r]) == s.ctl.epoch)
 

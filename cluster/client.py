@@ -95,18 +95,27 @@ class Client:
     def _produce_wire(self, rec: int, leader: int, patience: float = 10.0) -> None:
         """A broker that has not yet applied the metadata or leadership the model's step assumes
         refuses before it appends (UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE,
-        NOT_LEADER_OR_FOLLOWER: ``ReplicaManager.appendToLocalLog``): asking again then writes
-        nothing twice, so it is asked again for up to ``patience`` seconds. Nothing else is retried."""
-        from . import wire
+        NOT_LEADER_OR_FOLLOWER: ``ReplicaManager.appendToLocalLog``): the harness asks again for
+        up to ``patience`` seconds. NOT_LEADER_OR_FOLLOWER also answers a record that *was*
+        appended and then waited for acks=all while the broker lost its leadership
+        (``DelayedProduce``): asking again would write it twice, so that answer is final when the
+        record is in the broker's log. Nothing else is asked again."""
+        from . import disk, wire
         legacy = self.cluster.release.key() < (0, 11)
+        value = str(rec).encode()
         deadline = time.monotonic() + patience
         while True:
             try:
                 self.acked[rec] = wire.produce("127.0.0.1", self.cluster.broker(leader).port, TOPIC,
-                                               str(rec).encode(), -1 if self.acks == "all" else 1, 120000, legacy)
+                                               value, -1 if self.acks == "all" else 1, 120000, legacy)
                 return
             except wire.WireError as e:
-                if str(e) in NOT_APPENDED and time.monotonic() < deadline:
+                part = self.cluster.broker(leader).partition_dir
+                try:
+                    written = part.exists() and any(entry.value == value for entry in disk.read_log(part))
+                except (OSError, disk.DiskError):
+                    written = True                 # unknown: never risk a second copy
+                if str(e) in NOT_APPENDED and not written and time.monotonic() < deadline:
                     time.sleep(0.1)
                     continue
                 self.failed[rec] = str(e)
@@ -135,9 +144,35 @@ class Client:
             time.sleep(0.1)
 
     def elect_preferred(self) -> None:
+        """``Admin.electLeaders(PREFERRED)`` (KIP-460, 2.4+); before 2.4 the request an operator's
+        kafka-preferred-replica-election.sh writes: the ``/admin/preferred_replica_election`` znode
+        (``PreferredReplicaLeaderElectionCommand`` @2.0.0), which the controller watches."""
+        if not self.cluster.kraft and self.cluster.release.key() < (2, 4):
+            return self._elect_preferred_znode()
         ck, admin = _confluent()
-        from confluent_kafka import ElectionType, TopicPartition
-        result = self.admin.elect_leaders(ElectionType.PREFERRED, [TopicPartition(TOPIC, 0)]).result(30)
+        from confluent_kafka import ElectionType, KafkaException, TopicPartition
+        try:
+            result = self.admin.elect_leaders(ElectionType.PREFERRED, [TopicPartition(TOPIC, 0)]).result(30)
+        except KafkaException as e:
+            raise ClusterError(f"preferred election refused: {e.args[0].str() if e.args else e}") from None
         for _, err in (result or {}).items():
             if err is not None:
                 raise ClusterError(f"preferred election refused: {err}")
+
+    def _elect_preferred_znode(self, timeout: float = 30.0) -> None:
+        import json
+        from kazoo.client import KazooClient
+        zk = KazooClient(hosts=f"127.0.0.1:{self.cluster.nodes['zookeeper'].port}", timeout=5.0)
+        zk.start(timeout=5.0)
+        try:
+            path = "/admin/preferred_replica_election"
+            zk.create(path, json.dumps({"version": 1, "partitions": [{"topic": TOPIC, "partition": 0}]}).encode(),
+                      makepath=True)
+            deadline = time.monotonic() + timeout
+            while zk.exists(path):                # the controller deletes it once it has acted
+                if time.monotonic() > deadline:
+                    raise ClusterError(f"the controller did not take the preferred election within {timeout:.0f} s")
+                time.sleep(0.1)
+        finally:
+            zk.stop()
+            zk.close()

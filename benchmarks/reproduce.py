@@ -46,7 +46,7 @@ def main() -> int:
             outcomes, diffs, secs = Counter(), Counter(), []
             for _ in range(args.runs):
                 t0 = time.monotonic()
-                out = run(doc, rel, lib, elr=row.elr)
+                out = run(doc, rel, lib, elr=row.elr, proxy=row.proxy)
                 secs.append(time.monotonic() - t0)
                 outcomes[out.real] += 1
                 diffs["agree" if out.first_difference is None else f"differ@{out.first_difference}"] += 1

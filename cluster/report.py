@@ -71,7 +71,7 @@ class TableError(ValueError):
     pass
 
 
-OUTCOMES = {"lost": "violated", "violated": "violated", "fenced-leader": "violated", "kept": "kept"}
+OUTCOMES = {"lost": "violated", "violated": "violated", "fenced-leader": "violated", "diverged": "violated", "kept": "kept"}
 
 
 def parse_reproductions(table: dict) -> List[Reproduction]:

@@ -21,11 +21,12 @@ from .modes import modes
 from .options import EXIT_HOLDS, EXIT_INTERRUPTED, EXIT_USAGE
 from .replay import replay
 from .reproduce import reproduce
+from .conform import conform
 from .simulate import simulate
 from .symbolic import prove
 from .verify import verify
 
-COMMANDS = (verify, replay, gate, modes, simulate, graph, prove, reproduce)
+COMMANDS = (verify, replay, gate, modes, simulate, graph, prove, reproduce, conform)
 
 _NO_ARGS_IS_HELP = getattr(click.exceptions, "NoArgsIsHelpError", None)     # click 8.2+
 

@@ -1,0 +1,76 @@
+"""Conformance walks: a random walk of the model, run step by step on a real cluster of one release
+through the replication proxy, compared with the model after every step.
+
+The walk is drawn from the model itself (``walk``): at each step, if the model has a step Kafka
+takes by itself at once (a broker applying a leadership change, the ISR growing on a fetch, the
+controller electing a replica that came back), it takes that one, as the cluster will; otherwise it
+picks, with the seed's random generator, one of the steps the harness places -- a client's
+produce, a fault, an operator's election, or a message of the fetch path released or held
+(``cluster/plan.py`` PLACED and PROXIED). The walk is then an ordinary trace: ``cluster/run.py``
+runs it through the proxy, where every step is a checkpoint, and the first step at which the
+cluster is not in the model's state (or one the model reaches from it by awaited steps alone) is a
+difference. A walk is reproducible by its seed as far as the model goes (the same seed draws the
+same steps); the cluster's own timing (a session expiring, a fetcher's back-off) is not seeded.
+
+>>> from hwcheck.spec import Config, Model
+>>> m = Model(Config(mode="kip903", records=2, crashes=1))
+>>> w = walk(m, seed=3, steps=12)
+>>> len(w.labels) <= 12 and w.labels == walk(m, seed=3, steps=12).labels
+True
+>>> walk_config("kip903", 200).records
+25
+"""
+
+from __future__ import annotations
+
+import random
+from hwcheck.checker.result import Trace
+
+from .plan import PLACED, PROXIED
+
+# steps Kafka takes by itself as soon as it can: the walk takes them at once, as the cluster will
+EAGER = ("become_leader", "become_follower", "expand_isr", "elect_offline", "register",
+         "controller_handle_failure")
+
+# steps a walk places (the proxy places the fetch path); flushes, expired sessions and messages
+# delivered after their connection closed cannot be placed (cluster/plan.py UNSUPPORTED)
+WALKED = frozenset(PLACED) | frozenset(PROXIED)
+
+
+def walk(model, seed: int, steps: int) -> Trace:
+    """A random walk of at most ``steps`` steps from the model's initial state."""
+    rng = random.Random(seed)
+    s = model.init_states()[0]
+    states, labels = [s], []
+    while len(labels) < steps:
+        succ = list(model.successors(s))
+        step = next(((label, t) for name in EAGER for label, t in succ if label[0] == name), None)
+        if step is None:
+            # an action first, then one of its instances: the fetch path, always enabled, would
+            # crowd out the rarer client and fault steps otherwise
+            kinds = sorted({label[0] for label, _ in succ if label[0] in WALKED})
+            if not kinds:
+                break
+            kind = rng.choice(kinds)
+            step = rng.choice([(label, t) for label, t in succ if label[0] == kind])
+        label, s = step
+        labels.append(label)
+        states.append(s)
+    return Trace(states, labels, None)
+
+
+def walk_document(model, seed: int, steps: int) -> dict:
+    """The walk as an ITF document (``hwcheck replay`` reads it; ``run`` runs it)."""
+    from hwcheck.checker.trace import to_itf
+    doc = to_itf(model, walk(model, seed, steps), engine="conform")
+    doc["#meta"]["description"] = f"a conformance walk of mode {model.cfg.mode}, seed {seed}"
+    doc["#meta"]["hwcheck"]["seed"] = seed
+    return doc
+
+
+def walk_config(mode: str, steps: int, replicas: int = 2):
+    """Bounds loose enough for a walk of ``steps`` steps: the model is only simulated, never
+    explored, so records, crashes and epochs are not what limits it."""
+    from hwcheck.spec import Config
+    return Config(mode=mode, replicas=replicas, records=max(2, steps // 8), crashes=max(1, steps // 15),
+                  max_epoch=max(3, steps // 4))

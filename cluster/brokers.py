@@ -406,9 +406,14 @@ class Cluster:
 
 
 def _cluster_id() -> str:
-    """A KRaft cluster id: 16 random bytes, URL-safe base64 without padding (Uuid.toString)."""
+    """A KRaft cluster id: 16 random bytes, URL-safe base64 without padding (Uuid.toString), never
+    starting with "-" (``Uuid.randomUuid`` draws again then: a command line would read it as an
+    option, and the storage tool refuses ``-t -xyz``)."""
     import base64
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
 
 
 def _log4j2(lib: Path) -> bool:

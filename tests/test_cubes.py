@@ -57,8 +57,9 @@ def test_a_learned_clause_means_the_same_to_z3():
 
 def test_blocking_clauses_alone_prove_a_small_space():
     """No template at all: every counterexample to induction is blocked by a clause no reachable
-    state breaks, until the goal and the clauses are inductive; they hold where bfs reaches."""
-    model = Model(Config(mode="kip380", records=1, crashes=0))
+    state breaks, until the goal and the clauses are inductive; they hold where bfs reaches. (The
+    hw mode: about 170 clauses in 50 rounds, 4 s; kip380's epoch caches took 180 in 57, 8 s.)"""
+    model = Model(Config(mode="hw", records=1, crashes=0))
     d = discover(model, ["NoLogDivergence"], families=[], learn=1000, depth=1000)
     assert d.verdict == HOLDS and d.learned
     assert {lem.family for lem in d.survivors} == {"blocking"}

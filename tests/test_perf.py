@@ -16,7 +16,11 @@ from .conftest import exact_reachable
 
 # design-model runs (modes by Kafka release); symmetry renames only replicas other than r0 (the
 # preferred replica), so with 2 replicas it is the identity and the 3-replica runs are the ones it reduces
-DESIGN = [Config(mode="hw", records=1, crashes=2), Config(mode="hw", power_failures=1, crashes=0, records=1),
+# (the first with max_epoch=1: the same data loss after 11 steps, where the search stops inside a
+# level, then, with all_invariants, the whole space: 9,198 states to depth 22 instead of 34,092 to
+# depth 32, for the tests that run bfs four times on it)
+DESIGN = [Config(mode="hw", records=1, crashes=2, max_epoch=1),
+          Config(mode="hw", power_failures=1, crashes=0, records=1),
           Config(mode="kip101", crashes=1, records=2, max_epoch=2), Config(mode="kip279", crashes=1, records=2),
           Config(mode="epoch", records=1, crashes=1), Config(mode="epoch", unclean_election=True, records=1, crashes=1),
           Config(mode="kip279", replicas=3, crashes=0, records=1, max_epoch=2),

@@ -87,20 +87,58 @@ def variant():
     return make
 
 
+AGREE_PER_MODE = 400    # random states per mode for the agreement test (1,000 took about 2.8 s of its 5.5 s)
+AGREE_PER_ACTION = 10   # and every action of the mode enabled in at least this many sampled states
+
+
+def covering_sample(mode, per_mode=AGREE_PER_MODE, per_action=AGREE_PER_ACTION, seed=7, prefix=PREFIX):
+    """sample()'s per_mode random states, then states of the same prefixes, in a random order, that
+    enable an action fewer than ``per_action`` sampled states enable, until every action of the
+    mode has that many (the rare ones, such as answering OffsetsForLeaderEpoch in kip101 or the
+    preferred replica's election in kip966, are in 1 to 3 of 1,000 random states)."""
+    from collections import Counter
+    rnd = random.Random(seed)
+    runs = AGREEMENT_RUNS[mode]
+    out, pool = [], []
+    for i, kw in enumerate(runs):
+        model = Model(Config(mode=mode, **kw))
+        states = reachable(model, prefix)
+        k = per_mode // len(runs) + (1 if i < per_mode % len(runs) else 0)
+        out += [(model, s) for s in rnd.sample(states, k)]
+        pool += [(model, s) for s in states]
+    taken = {(model.cfg, s) for model, s in out}
+    enabled = Counter(name for model, s in out for name in {label[0] for label, _ in model.successors(s)})
+    names = {name for model, _ in out for name, _, _ in model._actions}
+    rnd.shuffle(pool)
+    for model, s in pool:
+        if all(enabled[name] >= per_action for name in names):
+            break
+        if (model.cfg, s) in taken:
+            continue
+        fired = {label[0] for label, _ in model.successors(s)}
+        if any(enabled[name] < per_action for name in fired):
+            out.append((model, s))
+            taken.add((model.cfg, s))
+            enabled.update(fired)
+    return out
+
+
 @pytest.mark.parametrize("mode", list(AGREEMENT_RUNS))
 def test_encoding_agrees_with_spec_on_sampled_states(mode):
-    pairs = sample(mode)
-    assert len(pairs) >= PER_MODE
+    from collections import Counter
+    pairs = covering_sample(mode)
+    assert len(pairs) >= AGREE_PER_MODE
     encs = {}
-    fired = {}
+    fired = Counter()
     for i, (model, s) in enumerate(pairs):
         enc = encs.setdefault(model.cfg, Encoding(model, CONCRETE))
         assert_agrees(enc, model, s, bounds=i % 10 == 0)
-        fired.update((label[0], s) for label, _ in model.successors(s))
-    # the sample exercises every action of the mode, the requests that outlive their senders too
+        fired.update({label[0] for label, _ in model.successors(s)})
+    # the sample exercises every action of the mode, each in AGREE_PER_ACTION states at least, the
+    # requests that outlive their senders too
     names = {name for model, _ in pairs for name, _, _ in model._actions}
-    assert names - set(fired) == set()
-    assert sum(1 for _, s in pairs if any(s.stale)) > PER_MODE // 20
+    assert {name for name in names if fired[name] < AGREE_PER_ACTION} == set()
+    assert sum(1 for _, s in pairs if any(s.stale)) > AGREE_PER_MODE // 20
 
 
 # the first state bfs reaches (kip320 defaults, 24 steps) where a follower truncates again after an
@@ -506,8 +544,9 @@ def test_a_counterexample_to_induction_shows_a_leaders_view_of_the_isr():
 def test_bmc_finds_the_fenced_last_leader_election_in_as_many_steps_as_bfs():
     """The gate's row kip966-kafka-19522 (7 steps): with ISR and ELR empty the controller elects the
     last known leader while it is fenced (KAFKA-19522); the cheapest newest-mode row the z3 engine
-    runs (kafka13141-kafka-14704 takes 9 steps, kafka10554-kafka-13141 11)."""
-    _bmc_matches_bfs(Config(mode="kip966"), ["LeaderUnfenced"])
+    runs (kafka13141-kafka-14704 takes 9 steps, kafka10554-kafka-13141 11). One record (the trace
+    produces one) gives the same 7-step trace and makes BMC about 2.5 times cheaper."""
+    _bmc_matches_bfs(Config(mode="kip966", records=1), ["LeaderUnfenced"])
 
 
 @pytest.mark.slow

@@ -3,6 +3,7 @@
 Maven Central is setup (a fixture; the cache outside the repository makes it a no-op after the
 first time), not part of a test; the tests themselves touch only the loopback."""
 
+import json
 import os
 import signal
 import subprocess
@@ -110,3 +111,17 @@ def test_ctrl_c_during_a_proxied_run_leaves_no_proxy_broker_or_temp_dir(kafka_li
     assert "interrupted at step" in err and "Traceback" not in err, err
     assert not _java_processes(str(tmp_path)), "a broker outlived Ctrl-C"
     assert set(os.listdir(tmp_path)) == before, "the cluster's temp dir outlived Ctrl-C"
+
+
+def test_a_short_conformance_walk_on_the_newest_release(kafka_lib, tmp_path):
+    """30 steps of a seeded walk on 4.4.0 through the proxy: the cluster is in the model's state
+    after every step (the 200-step walks are benchmarks/conform.py's, quoted in docs/results.md)."""
+    kafka_lib("4.4.0")
+    done = subprocess.run([sys.executable, "-m", "hwcheck.cli", "conform", "--kafka", "4.4.0", "--seed", "0",
+                           "--steps", "30", "--keep", str(tmp_path / "kept")], capture_output=True, text=True,
+                          cwd=tmp_path, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert "walked: the cluster was observed after every step on Kafka 4.4.0 (agrees with the model" in done.stdout
+    walk = json.loads((tmp_path / "kept" / "walk-seed-0.itf.json").read_text())
+    assert len(walk["states"]) == 31
+    assert not _java_processes(str(tmp_path)), "a broker outlived the walk"

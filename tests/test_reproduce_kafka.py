@@ -32,6 +32,19 @@ def _java_processes(marker: str):
     return [p for p in out.split() if int(p) != os.getpid()]
 
 
+def _stderr_until(proc, marker: str, timeout: float = 120) -> str:
+    """The run's progress lines up to the one that contains ``marker`` (asserted to come)."""
+    seen = ""
+    deadline = time.monotonic() + timeout
+    while marker not in seen and time.monotonic() < deadline:
+        line = proc.stderr.readline()
+        if not line:
+            break
+        seen += line
+    assert marker in seen, seen
+    return seen
+
+
 @pytest.fixture(scope="session")
 def kafka_lib():
     """Resolve (once) the jars of a release; the time it took is printed with -s."""
@@ -71,14 +84,7 @@ def test_ctrl_c_stops_the_cluster_and_says_how_far_it_got(kafka_lib, tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "hwcheck.cli", "reproduce", str(trace), "--kafka", "3.9.1",
                              "--keep", str(tmp_path / "kept")], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, cwd=tmp_path)
-    seen = ""
-    deadline = time.monotonic() + 120
-    while "step 1 produce" not in seen and time.monotonic() < deadline:
-        line = proc.stderr.readline()
-        if not line:
-            break
-        seen += line
-    assert "step 1 produce" in seen, seen
+    seen = _stderr_until(proc, "step 1 produce")
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, seen + err
@@ -97,14 +103,7 @@ def test_ctrl_c_during_a_proxied_run_leaves_no_proxy_broker_or_temp_dir(kafka_li
     proc = subprocess.Popen([sys.executable, "-m", "hwcheck.cli", "reproduce", str(trace), "--kafka", "2.8.0",
                              "--proxy"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
                             env=env)
-    seen = ""
-    deadline = time.monotonic() + 120
-    while "answer is held" not in seen and time.monotonic() < deadline:
-        line = proc.stderr.readline()
-        if not line:
-            break
-        seen += line
-    assert "answer is held" in seen, seen
+    seen = _stderr_until(proc, "answer is held")
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, seen + err

@@ -136,20 +136,18 @@ def _elr_setting(release: Release, mode_elr: bool, override: Optional[bool]) -> 
 def plan_for(prediction: Prediction, invariant: Optional[str], proxy: Optional[bool]) -> Plan:
     """The compiled trace: through the replication proxy if ``proxy``, or (None) if the trace needs
     a message held (``needs_proxy``); a trace that needs one held refuses ``proxy=False``."""
-    if proxy:
-        return compile_trace(prediction.states, prediction.labels, proxied=True)
-    try:
-        plan = compile_trace(prediction.states, prediction.labels)
-    except PlanError:
-        if proxy is None:
-            return compile_trace(prediction.states, prediction.labels, proxied=True)
-        raise
-    why = needs_proxy(prediction.model, prediction.states, plan.steps, invariant if prediction.violated else None)
-    if why and proxy is None:
-        return compile_trace(prediction.states, prediction.labels, proxied=True)
-    if why:
-        raise PlanError(why)
-    return plan
+    if not proxy:
+        try:
+            plan = compile_trace(prediction.states, prediction.labels)
+            why = needs_proxy(prediction.model, prediction.states, plan.steps,
+                              invariant if prediction.violated else None)
+        except PlanError as e:
+            why = str(e)
+        if not why:
+            return plan
+        if proxy is False:
+            raise PlanError(why)
+    return compile_trace(prediction.states, prediction.labels, proxied=True)
 
 
 def run(doc: dict, release: Release, lib: Path, *, elr: Optional[bool] = None, keep: Optional[Path] = None,
@@ -170,7 +168,7 @@ def run(doc: dict, release: Release, lib: Path, *, elr: Optional[bool] = None, k
                       unclean_election=cfg["unclean_election"], elr=use_elr,
                       timing=timing or (PROXIED_TIMING if plan.proxied else Timing()), proxied=plan.proxied,
                       root=keep, keep=keep is not None, log=log, first=_zk_controller(plan, cfg["replicas"]))
-    step_no = 0
+    step_no, stopped = 0, False
     try:
         with cluster:
             from .client import Client
@@ -205,7 +203,9 @@ def run(doc: dict, release: Release, lib: Path, *, elr: Optional[bool] = None, k
                             log(f"step {step.index} {step.label}: {e}")
                             outcome.rows.append(Row(step.index, step.label, states[step.index],
                                                     observe(cluster, client.acked), [str(e)]))
-                            outcome.first_difference = step.index
+                            if outcome.first_difference is None:
+                                outcome.first_difference = step.index
+                            stopped = True
                             break
                         for f in step.resume_after:
                             cluster.resume(f)
@@ -218,8 +218,7 @@ def run(doc: dict, release: Release, lib: Path, *, elr: Optional[bool] = None, k
                     outcome.rows.append(row)
                     if row.differences and outcome.first_difference is None:
                         outcome.first_difference = step.index
-                if prediction.refused_at is not None and not any(isinstance(d, str) and d.startswith("no ")
-                                                                 for d in outcome.rows[-1].differences):
+                if prediction.refused_at is not None and not stopped:
                     step_no = prediction.refused_at
                     label = doc["states"][prediction.refused_at]["#meta"]["action"]
                     log(f"step {step_no} {label}: refused by mode {release.mode}; watching {wait:.0f} s that "

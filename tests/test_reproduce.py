@@ -180,3 +180,15 @@ def test_the_step_table_and_the_json_document_of_an_outcome():
     got = json.loads(json.dumps(outcome_doc(out)))
     assert (got["kafka"], got["predicted"], got["real"], got["agrees"]) == ("3.9.1", "violated", "violated", True)
     assert got["rows"][1]["kafka"]["replicas"][1]["log"] == [[0, 0]] and got["rows"][1]["kafka"]["acked"] == {"0": 0}
+
+
+def test_the_proxy_is_used_where_a_trace_needs_a_message_held_or_when_asked():
+    from hwcheck.cluster.run import plan_for
+    for name, auto in (("hw-data-loss", True), ("kafka15583-power-failure-min-isr-2-loss", False)):
+        doc = _doc(name)
+        prediction, invariant = predict(doc, doc["#meta"]["hwcheck"]["config"]["mode"]), doc["#meta"]["hwcheck"]["invariant"]
+        assert plan_for(prediction, invariant, None).proxied is auto, name
+        assert plan_for(prediction, invariant, True).proxied, name
+        if auto:
+            with pytest.raises(PlanError, match="run it with --proxy"):
+                plan_for(prediction, invariant, False)

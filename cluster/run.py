@@ -390,9 +390,10 @@ def _checkpoint(cluster, client, states, index, upper_index, label, elr, wait, l
     step may have a short window, e.g. a broker registered and not yet unfenced), or holds a state
     the model reaches from it by awaited steps alone (cluster/plan.py ``awaited_closure``: Kafka ran
     them before the harness's next step) for AHEAD_STABLE seconds, or ``wait`` seconds pass (the row then
-    keeps the differences from the trace's state). The trace's last state is compared once, by
-    the controller and the leader only: the cluster goes on past it with steps the trace did not
-    take (followers of the new leader truncate and rejoin the ISR)."""
+    keeps the differences from the trace's state). Without the proxy the trace's last state is
+    compared once, by the controller and the leader only: the cluster goes on past it with steps
+    the trace did not take (followers of the new leader truncate and rejoin the ISR); with the
+    proxy, every replica, as at every step."""
     from .plan import awaited_closure
     s, upper = states[index], states[upper_index]
     placed = plan.placed_actions if plan is not None else Plan().placed_actions
@@ -401,11 +402,14 @@ def _checkpoint(cluster, client, states, index, upper_index, label, elr, wait, l
     agreed, ahead_since = 0, None
     while True:
         view = observe(cluster, client.acked)
-        exact = plan is not None and plan.proxied       # nothing replicates ahead of the trace
-        diffs = compare(s, view, upper, bool(elr), followers=not last, exact=exact)    # closure[0] is s itself
+        # with the proxy nothing replicates ahead of the trace, not even after its last step: the
+        # followers are compared there too
+        exact = plan is not None and plan.proxied
+        followers = exact or not last
+        diffs = compare(s, view, upper, bool(elr), followers=followers, exact=exact)    # closure[0] is s itself
         ahead = () if not diffs else next(
             (path for t, path in closure[1:]
-             if not compare(t, view, t, bool(elr), followers=not last, low=s, exact=exact)), None)
+             if not compare(t, view, t, bool(elr), followers=followers, low=s, exact=exact)), None)
         if ahead is not None:
             diffs = []
         now = time.monotonic()

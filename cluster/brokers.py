@@ -156,7 +156,7 @@ class Cluster:
             zk.home.mkdir()
         if self.proxied:
             from .proxy import Proxies
-            self.proxies = Proxies(self.pids, log=self._say)
+            self.proxies = Proxies(self.pids)
         for i in range(self.replicas):
             b = self.nodes[f"r{i}"] = Node(f"r{i}", i, self.root / f"r{i}", free_port())
             b.home.mkdir()

@@ -259,8 +259,8 @@ class Proxies:
     ``pids()`` returns broker id -> the process id of that broker now (to tell followers apart).
     """
 
-    def __init__(self, pids: Callable[[], Dict[int, int]], log: Callable[[str], None] = lambda m: None):
-        self.pids, self.log = pids, log
+    def __init__(self, pids: Callable[[], Dict[int, int]]):
+        self.pids = pids
         self.proxies: Dict[int, Proxy] = {}
         self.links: List[Link] = []
         self.held: List[Frame] = []

@@ -24,9 +24,9 @@ def _confluent():
     return confluent_kafka, admin
 
 
-# refusals that come before the append (cluster/wire.py error_name)
-NOT_APPENDED = frozenset({"error code 3 (UNKNOWN_TOPIC_OR_PARTITION)", "error code 5 (LEADER_NOT_AVAILABLE)",
-                          "error code 6 (NOT_LEADER_OR_FOLLOWER)"})
+# refusals that come before the append: UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE,
+# NOT_LEADER_OR_FOLLOWER (cluster/wire.py ERRORS)
+NOT_APPENDED = frozenset({3, 5, 6})
 
 
 class Client:
@@ -115,7 +115,8 @@ class Client:
                     written = part.exists() and any(entry.value == value for entry in disk.read_log(part))
                 except (OSError, disk.DiskError):
                     written = True                 # unknown: never risk a second copy
-                if str(e) in NOT_APPENDED and not written and time.monotonic() < deadline:
+                refused = isinstance(e, wire.ProduceRefused) and e.code in NOT_APPENDED
+                if refused and not written and time.monotonic() < deadline:
                     time.sleep(0.1)
                     continue
                 self.failed[rec] = str(e)
@@ -161,10 +162,8 @@ class Client:
 
     def _elect_preferred_znode(self, timeout: float = 30.0) -> None:
         import json
-        from kazoo.client import KazooClient
-        zk = KazooClient(hosts=f"127.0.0.1:{self.cluster.nodes['zookeeper'].port}", timeout=5.0)
-        zk.start(timeout=5.0)
-        try:
+        from .observe import zookeeper
+        with zookeeper(self.cluster, timeout=5.0) as zk:
             path = "/admin/preferred_replica_election"
             zk.create(path, json.dumps({"version": 1, "partitions": [{"topic": TOPIC, "partition": 0}]}).encode(),
                       makepath=True)
@@ -173,6 +172,3 @@ class Client:
                 if time.monotonic() > deadline:
                     raise ClusterError(f"the controller did not take the preferred election within {timeout:.0f} s")
                 time.sleep(0.1)
-        finally:
-            zk.stop()
-            zk.close()

@@ -24,6 +24,7 @@ True
 from __future__ import annotations
 
 import random
+
 from hwcheck.checker.result import Trace
 
 from .plan import PLACED, PROXIED

@@ -15,6 +15,7 @@ leader change, including to no leader; docs/reproduce.md).
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from typing import Dict, FrozenSet, List, NamedTuple, Optional, Tuple
 
 from hwcheck.spec.state import UNDEFINED, State, members
@@ -116,22 +117,30 @@ def registration(cluster: Cluster, r: int) -> Optional[int]:
     return None if data is None else data[1].ephemeralOwner
 
 
-def _znode(cluster: Cluster, path: str):
-    """(data, stat) of one znode, or None: absent, or ZooKeeper could not be asked."""
+@contextmanager
+def zookeeper(cluster: Cluster, timeout: float = 2.0):
+    """A started kazoo client of the cluster's ZooKeeper, stopped and closed on exit."""
     from kazoo.client import KazooClient
-    zk = KazooClient(hosts=f"127.0.0.1:{cluster.nodes['zookeeper'].port}", timeout=2.0,
+    zk = KazooClient(hosts=f"127.0.0.1:{cluster.nodes['zookeeper'].port}", timeout=timeout,
                      connection_retry={"max_tries": 1}, command_retry={"max_tries": 1})
     try:
-        zk.start(timeout=2.0)
-        return zk.get(path)
-    except Exception:                  # absent, or any failure to read it: unknown
-        return None
+        zk.start(timeout=timeout)
+        yield zk
     finally:
         try:
             zk.stop()
             zk.close()
         except Exception:
             pass
+
+
+def _znode(cluster: Cluster, path: str):
+    """(data, stat) of one znode, or None: absent, or ZooKeeper could not be asked."""
+    try:
+        with zookeeper(cluster) as zk:
+            return zk.get(path)
+    except Exception:                  # absent, or any failure to read it: unknown
+        return None
 
 
 def observe(cluster: Cluster, acked: Dict[int, int]) -> View:

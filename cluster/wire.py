@@ -449,5 +449,13 @@ def produce(host: str, port: int, topic: str, value: bytes, acks: int, timeout_m
         sock.settimeout(timeout_ms / 1000 + 30)
         error, offset = _io(host, port, "Produce", lambda: decode_produce(exchange(sock, request), 1))
     if error:
-        raise WireError(error_name(error))
+        raise ProduceRefused(error)
     return offset
+
+
+class ProduceRefused(WireError):
+    """A Produce answered with an error code (``code``)."""
+
+    def __init__(self, code: int):
+        super().__init__(error_name(code))
+        self.code = code

@@ -138,11 +138,24 @@ class Client:
         self.admin.create_topics([topic])[TOPIC].result(timeout)
         while True:
             p = self.admin.list_topics(TOPIC, timeout=5).topics[TOPIC].partitions.get(0)
-            if p is not None and p.leader == 0 and sorted(p.isrs) == list(range(n)):
+            if p is not None and p.leader == 0 and sorted(p.isrs) == list(range(n)) and self._ready(n):
                 return
             if time.monotonic() > deadline:
                 raise ClusterError(f"the partition did not reach leader r0 with a full ISR in {timeout:.0f} s")
             time.sleep(0.1)
+
+    def _ready(self, n: int) -> bool:
+        """The controller's word is not enough: every broker must have acted on it (made the log
+        its LeaderAndIsr or metadata record asks for: ``ReplicaManager.makeFollowers`` creates it
+        on a follower), and the producer must know the leader. A broker paused by the next step
+        before then never becomes a follower, and a producer whose metadata request went to it
+        holds the record unsent (seen on 2.6.0: the record never reached r0)."""
+        if not all(self.cluster.broker(r).partition_dir.exists() for r in range(n)):
+            return False
+        if self.wire:
+            return True
+        p = self.producer.list_topics(TOPIC, timeout=5).topics[TOPIC].partitions.get(0)
+        return p is not None and p.leader == 0
 
     def elect_preferred(self) -> None:
         """``Admin.electLeaders(PREFERRED)`` (KIP-460, 2.4+); before 2.4 the request an operator's

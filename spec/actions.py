@@ -386,7 +386,8 @@ def follower_handle_fetch(s: State, rules: Rules, f: int) -> Optional[State]:
     """The follower appends the records at its LEO, then sets HW = min(LEO, the response's HW)
     (seed 000 §二; seed 001 min(Follower LEO, Leader HW)). A follower beyond the leader's LEO
     (offset out of range) first truncates to the leader's LEO
-    (ReplicaFetcherThread.handleOffsetOutOfRange)."""
+    (ReplicaFetcherThread.handleOffsetOutOfRange), except where unclean election is off before 2.1:
+    there it stops its broker (``_exit_on_out_of_range``)."""
     msg = s.inflight[f]
     if not (msg and msg.kind == FETCH_RESPONSE):
         return None
@@ -394,6 +395,8 @@ def follower_handle_fetch(s: State, rules: Rules, f: int) -> Optional[State]:
     if msg.diverging_epoch != UNDEFINED:
         return _truncate_on_fetch_response(s, rules, f, msg)
     if msg.leader_leo < rep.leo:
+        if mode.exit_on_out_of_range and not rules.cfg.unclean_election:
+            return _exit_on_out_of_range(s, rules, f)
         rep = truncate(rep, msg.leader_leo, mode.trim_cache_at_leo)
     rep = append(rep, msg.records, mode.assign)
     return _send(_follower_hw(s, rules, f, rep, msg.hw), f, ())
@@ -408,9 +411,33 @@ def follower_handle_fetch_terms(enc, s, f):
     new = enc.append(new, entries, m.b - m.start)
     new = new._replace(hw=tmin(o, new.leo, m.a))
     t = enc.send(enc.set_replica(s, f, new), f, enc.no_message())
+    if enc.mode.exit_on_out_of_range and not enc.cfg.unclean_election:
+        exits = m.b < rep.leo            # actions._exit_on_out_of_range: the broker stops instead
+        ok, gone = _exit_on_out_of_range_terms(enc, s, f)
+        guard = o.And(guard, o.Or(o.Not(exits), ok))
+        t = ite(o, exits, gone, t)
     if enc.tof:                      # actions.follower_handle_fetch: a diverging answer truncates
         t = ite(o, m.c != UNDEFINED, _truncate_on_fetch_response_terms(enc, s, f), t)
     return guard, t
+
+
+def _exit_on_out_of_range(s: State, rules: Rules, f: int) -> Optional[State]:
+    """Before 2.1, with unclean election off, a follower that finds its leader's LEO below its own
+    refuses to truncate and stops its broker: "Exiting because log truncation is not allowed"
+    (``ReplicaFetcherThread.handleOffsetOutOfRange``: ``System.exit(1)`` @0.10.2.1, ``throw new
+    FatalExitError`` @0.11.0.3 and @2.0.0, which ``ShutdownableThread.run`` turns into
+    ``Exit.exit``). The exit runs the shutdown hook, ``KafkaServer.shutdown``, whose controlled
+    shutdown takes the broker out of the ISR: the model's clean shutdown, the protocol's own step
+    rather than a fault of the budget. (At 0.10.2.1 the hook then deadlocks on the fetcher thread
+    that called exit, KAFKA-4039, and the process hangs holding its ZooKeeper session until an
+    operator kills it; the model lets it be gone.) 2.1 truncates instead (KAFKA-7414:
+    ``AbstractFetcherThread.fetchOffsetAndTruncate`` @2.1.1)."""
+    return _shutdown_cleanly(_send(s, f, ()), rules, f)
+
+
+def _exit_on_out_of_range_terms(enc, s: SState, f: int):
+    """The z3 twin of ``_exit_on_out_of_range``: (the epoch bound holds, next state)."""
+    return _shutdown_cleanly_terms(enc, enc.send(s, f, enc.no_message()), f)
 
 
 def _follower_hw(s: State, rules: Rules, f: int, rep: Replica, hw: int) -> State:
@@ -888,13 +915,18 @@ def _shutdown_cleanly(s: State, rules: Rules, r: int) -> Optional[State]:
     """A controlled shutdown ends as KafkaServer.shutdown does: ReplicaManager.shutdown(checkpointHW
     = true) and LogManager.shutdown (flushed, clean-shutdown marker), then the broker leaves
     ZooKeeper and the controller handles it as gone (a follower leaves the ISR with a new epoch:
-    KafkaController.doControlledShutdown sends StopReplica, then OfflineReplica)."""
+    KafkaController.doControlledShutdown sends StopReplica, then OfflineReplica). The callers that
+    are faults count it against the crash budget; a follower's exit (``follower_handle_fetch``) is
+    the protocol's own step."""
     rep = s.replicas[r]
     if s.history.power_failures < rules.cfg.power_failures:    # flushed points matter only while one is left
         rep = rep._replace(flushed=rep.leo)
     if rules.mode.elr:
         rep = rep._replace(clean_shutdown=1)
-    s = _broker_gone(_stop(s, r, rep), rules, r)
+    return _broker_gone(_stop(s, r, rep), rules, r)
+
+
+def _count_crash(s: Optional[State]) -> Optional[State]:
     return s and s._replace(history=s.history._replace(crashes=s.history.crashes + 1))
 
 
@@ -905,8 +937,7 @@ def _shutdown_cleanly_terms(enc, s: SState, r: int):
         rep = ite(o, s.hist.power_failures < cfg.power_failures, rep._replace(flushed=rep.leo), rep)
     if enc.mode.elr:            # actions._shutdown_cleanly: the clean-shutdown marker (KAFKA-15586)
         rep = rep._replace(clean_shutdown=True)
-    ok, t = _broker_gone_terms(enc, enc.stop(s, r, rep), r)
-    return ok, enc.count_crash(t)
+    return _broker_gone_terms(enc, enc.stop(s, r, rep), r)
 
 
 def controlled_shutdown(s: State, rules: Rules, r: int) -> Optional[State]:
@@ -920,7 +951,7 @@ def controlled_shutdown(s: State, rules: Rules, r: int) -> Optional[State]:
         return None
     if c.leader == r and c.isr & c.live & ~(1 << r):
         return None          # a leader with a live ISR peer hands over: controlled_shutdown_leader
-    return _shutdown_cleanly(s, rules, r)
+    return _count_crash(_shutdown_cleanly(s, rules, r))
 
 
 def controlled_shutdown_terms(enc, s, r):
@@ -929,7 +960,7 @@ def controlled_shutdown_terms(enc, s, r):
     peer = o.Or(*[o.And(c.isr[x], c.live[x]) for x in range(enc.n) if x != r])
     ok, t = _shutdown_cleanly_terms(enc, s, r)
     guard = o.And(rep.alive, c.live[r], s.hist.crashes < enc.cfg.crashes, o.Not(o.And(c.leader == r, peer)), ok)
-    return guard, t
+    return guard, enc.count_crash(t)
 
 
 def controlled_shutdown_leader(s: State, rules: Rules, l: int, r: int) -> Optional[State]:
@@ -944,7 +975,7 @@ def controlled_shutdown_leader(s: State, rules: Rules, l: int, r: int) -> Option
         return None
     s = _with_controller(s, _with_isr(c, rules, c.isr & ~(1 << l))._replace(leader=r, epoch=c.epoch + 1))
     s = become_follower(s, rules, l)          # always enabled: l's epoch is below the new one
-    return s and _shutdown_cleanly(s, rules, l)
+    return s and _count_crash(_shutdown_cleanly(s, rules, l))
 
 
 def controlled_shutdown_leader_terms(enc, s, l, r):
@@ -956,7 +987,7 @@ def controlled_shutdown_leader_terms(enc, s, l, r):
     t = enc.with_controller(s, enc.with_isr(c, enc.bit(c.isr, l, False))._replace(leader=r, epoch=c.epoch + 1))
     follows, t = become_follower_terms(enc, t, l)      # enabled wherever the spec takes this step
     ok, t = _shutdown_cleanly_terms(enc, t, l)
-    return o.And(guard, follows, ok), t
+    return o.And(guard, follows, ok), enc.count_crash(t)
 
 
 def become_leader(s: State, rules: Rules, r: int) -> Optional[State]:

@@ -91,6 +91,9 @@ class Mode:
     follow_on_new_epoch: bool = False
     # ISR expansion also waits for the start offset of the leader's epoch (KAFKA-7128, 2.1)
     expand_waits_for_epoch_start: bool = False
+    # with unclean election off, a follower whose leader's LEO is below its own stops its broker
+    # instead of truncating (ReplicaFetcherThread.handleOffsetOutOfRange, until 2.1)
+    exit_on_out_of_range: bool = False
     # the controller handles every bounce as a failure before the broker serves again (KIP-380, 2.2)
     restart_after_detection: bool = False
     # Log.truncateTo trims the epoch cache even at or beyond the LEO (KAFKA-10706, 2.6.1/2.7.0)
@@ -138,6 +141,7 @@ class Mode:
 
 HW = Mode(
     "hw", "0.10.0-0.10.2", summary="HW truncation: a follower truncates to its HW when it follows a new leader",
+    exit_on_out_of_range=True,
     changes=(
         Change("a follower truncates its log to its HW when it starts following a different leader; "
                "taking office and a restart truncate nothing",
@@ -145,6 +149,9 @@ HW = Mode(
         Change("a broker that restarts before the controller notices keeps its place: the controller "
                "compares broker ids only, so the bounce is never handled as a failure",
                "KAFKA-1120", "ReplicaStateMachine.BrokerChangeListener @0.10.2.1"),
+        Change("with unclean election off, a follower whose leader's LEO is below its own exits "
+               "(its shutdown hook's controlled shutdown) instead of truncating",
+               "(before KIP-101)", "ReplicaFetcherThread.handleOffsetOutOfRange @0.10.2.1"),
     ))
 
 KIP101 = HW.variant(
@@ -176,7 +183,7 @@ KIP279 = KIP101.variant(
 KIP320 = KIP279.variant(
     "kip320", "2.1", summary="fencing by leader epoch; a new leader caches its epoch on taking office",
     assign=assign_2_1, end_offset_for=end_offset_for_2_1, cache_on_become_leader=True, fenced=True,
-    follow_on_new_epoch=True, expand_waits_for_epoch_start=True,
+    follow_on_new_epoch=True, expand_waits_for_epoch_start=True, exit_on_out_of_range=False,
     changes=(
         Change("Fetch and OffsetsForLeaderEpoch carry the sender's leader epoch; a leader at another "
                "epoch answers FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH",
@@ -191,6 +198,8 @@ KIP320 = KIP279.variant(
                "(and truncates)", "KIP-320", "Partition.makeFollower @2.1.0"),
         Change("ISR expansion also waits for the follower to reach the start of the leader's epoch",
                "KAFKA-7128", "Partition.maybeExpandIsr @2.1.0"),
+        Change("a follower beyond its leader's LEO truncates to it even with unclean election off "
+               "(no exit)", "KAFKA-7414", "AbstractFetcherThread.fetchOffsetAndTruncate @2.1.1"),
     ))
 
 KIP380 = KIP320.variant(

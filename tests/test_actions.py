@@ -39,6 +39,30 @@ def test_follower_hw_is_min_of_leo_and_response_hw(hw_model):
     assert hw_model.step(s, FH1).replicas[1].hw == 1
 
 
+@pytest.mark.parametrize("mode, unclean, exits", [
+    ("hw", False, True), ("kip101", False, True), ("kip279", False, True),     # 0.10.2.1-2.0.0
+    ("hw", True, False), ("kip279", True, False),                              # unclean election on
+    ("kip320", False, False), ("epoch", False, False),                         # KAFKA-7414, 2.1
+])
+def test_a_follower_beyond_its_leaders_leo_exits_before_2_1_unless_unclean(mode, unclean, exits):
+    """ReplicaFetcherThread.handleOffsetOutOfRange @0.10.2.1-2.0.0: "Exiting because log truncation
+    is not allowed"; the exit's shutdown hook is a controlled shutdown (out of the ISR, a new epoch),
+    not a fault of the budget. From 2.1 the follower truncates to the leader's LEO."""
+    model = Model(Config(mode=mode, records=2, unclean_election=unclean))
+    s = model.init_states()[0]
+    s = set_replica(s, 1, log=((0, 0), (1, 0)), hw=2)
+    s = s._replace(inflight=((), FetchResponse(FETCH_RESPONSE, 0, (), 1, 1)))     # leader's LEO 1 < 2
+    t = model.step(s, FH1)
+    f = t.replicas[1]
+    if exits:
+        assert not f.alive and f.log == ((0, 0), (1, 0))              # nothing truncated
+        assert not t.controller.isr >> 1 & 1 and t.controller.epoch == s.controller.epoch + 1
+        assert t.history.crashes == s.history.crashes and t.inflight[1] == ()
+    else:
+        assert f.alive and f.log == ((0, 0),) and f.hw == 1
+        assert t.controller == s.controller
+
+
 def test_remote_leo_moves_only_when_the_leader_handles_a_fetch():
     """Over every transition of a small reachable space: a leader that stays leader in the same
     term keeps its remote LEOs unless the step is leader_handle_fetch from that follower."""

@@ -141,6 +141,22 @@ def test_encoding_agrees_with_spec_on_sampled_states(mode):
     assert sum(1 for _, s in pairs if any(s.stale)) > AGREE_PER_MODE // 20
 
 
+@pytest.mark.parametrize("mode, unclean", [("hw", False), ("kip101", False), ("kip279", False),
+                                          ("hw", True), ("kip320", False)])
+def test_encoding_agrees_where_a_follower_beyond_its_leaders_leo_exits(mode, unclean):
+    """actions._exit_on_out_of_range, which a random sample rarely meets: a response whose leader's
+    LEO is below the follower's, before 2.1 with unclean election off (the broker stops), and where
+    it truncates instead; also with the epoch bound reached (the exit's new epoch is refused)."""
+    from hwcheck.spec.state import FETCH_RESPONSE, FetchResponse
+    for max_epoch in (3, 0):
+        model = Model(Config(mode=mode, records=2, unclean_election=unclean, max_epoch=max_epoch))
+        s = model.init_states()[0]
+        reps = list(s.replicas)
+        reps[1] = reps[1]._replace(log=((0, 0), (1, 0)), hw=2)
+        s = s._replace(replicas=tuple(reps), inflight=((), FetchResponse(FETCH_RESPONSE, 0, (), 1, 1)))
+        assert_agrees(Encoding(model, CONCRETE), model, s)
+
+
 # the first state bfs reaches (kip320 defaults, 24 steps) where a follower truncates again after an
 # intermediate OffsetsForLeaderEpoch step (truncating == 2, fetch offset at its LEO)
 TRUNCATING_AGAIN = [

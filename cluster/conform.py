@@ -30,8 +30,7 @@ from hwcheck.checker.result import Trace
 from .plan import PLACED, PROXIED
 
 # steps Kafka takes by itself as soon as it can: the walk takes them at once, as the cluster will
-EAGER = ("become_leader", "become_follower", "expand_isr", "elect_offline", "register",
-         "controller_handle_failure")
+EAGER = ("become_leader", "become_follower", "elect_offline", "register", "controller_handle_failure")
 
 # steps a walk places (the proxy places the fetch path); flushes, expired sessions and messages
 # delivered after their connection closed cannot be placed (cluster/plan.py UNSUPPORTED)

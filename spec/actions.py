@@ -283,9 +283,9 @@ OUT_OF_RANGE = (UNDEFINED,)
 
 
 def _read_for_follower(s: State, rules: Rules, l: int, f: int, msg: Fetch):
-    """What the leader does with f's Fetch (Partition.updateReplicaLogReadResult,
-    maybeIncrementLeaderHW): the fetch offset becomes f's remote LEO and the HW may move; returns the
-    state and the FetchResponse. An offset beyond the leader's LEO gets OFFSET_OUT_OF_RANGE and
+    """What the leader does with f's Fetch (Partition.updateReplicaLogReadResult: maybeExpandIsr,
+    maybeIncrementLeaderHW): the fetch offset becomes f's remote LEO, f may join the ISR
+    (``_maybe_expand_isr``) and the HW may move; returns the state and the FetchResponse. An offset beyond the leader's LEO gets OFFSET_OUT_OF_RANGE and
     moves nothing. ``response_hw=before`` replies with the HW from before the update (seed 000
     comments 5-17). With truncation on fetch a diverging Fetch is answered with the diverging epoch
     and no records (a lookup without answer: OFFSET_OUT_OF_RANGE), and leaves f's fetch state alone
@@ -305,7 +305,7 @@ def _read_for_follower(s: State, rules: Rules, l: int, f: int, msg: Fetch):
         if mode.broker_epochs:
             epochs = leader.remote_broker_epoch
             leader = leader._replace(remote_broker_epoch=epochs[:f] + (msg.broker_epoch,) + epochs[f + 1:])
-        s = advance_hw(_set(s, l, leader), l, rules)
+        s = advance_hw(_maybe_expand_isr(_set(s, l, leader), rules, l, f), l, rules)
         leader = s.replicas[l]
     hw = hw_before if rules.cfg.response_hw == "before" else leader.hw
     records = () if diverging else leader.log[offset:]
@@ -321,7 +321,8 @@ def _read_for_follower_terms(enc, s: SState, l: int, f: int, m):
     no_cd = (UNDEFINED, UNDEFINED) if enc.tof else ()
     remote = tuple(offset if x == f else v for x, v in enumerate(leader.remote_leo))
     rbe = tuple(m.d if x == f else v for x, v in enumerate(leader.remote_broker_epoch))   # empty without broker epochs
-    t = enc.advance_hw(enc.set_replica(s, l, leader._replace(remote_leo=remote, remote_broker_epoch=rbe)), l)
+    t = enc.set_replica(s, l, leader._replace(remote_leo=remote, remote_broker_epoch=rbe))
+    t = enc.advance_hw(_maybe_expand_isr_terms(enc, t, l, f), l)
     if not mode.diverging_fetch_updates_follower:
         # actions._read_for_follower, KAFKA-13141's fix: a diverging Fetch leaves f's fetch state alone
         t = ite(o, diverging, s, t)
@@ -1100,45 +1101,46 @@ def shrink_isr_terms(enc, s, l, f):
     return guard, enc.advance_hw(t, l)
 
 
-def expand_isr(s: State, rules: Rules, l: int, f: int) -> Optional[State]:
-    """The leader adds a follower whose LEO has reached its HW (seed 003; Partition.maybeExpandIsr
-    @2.0.0), from 2.1 also the start offset of the leader's epoch (KAFKA-7128). The write is atomic
-    here; from 2.7 it is an AlterPartition (AlterIsr) request the controller checks against the
-    partition epoch, which the leader's current ISR view stands for. The KRaft controller refuses a
-    fenced broker (KIP-841, ReplicationControlManager: INELIGIBLE_REPLICA @3.3.0) and, from KIP-903,
-    a broker epoch other than the one the broker registered with (the leader sends the epoch its
-    last Fetch carried)."""
-    rep = s.replicas[l]
-    if not (f != l and in_office(s, l) and rep.isr == s.controller.isr and not rep.isr >> f & 1):
-        return None
+def _maybe_expand_isr(s: State, rules: Rules, l: int, f: int) -> State:
+    """While handling f's Fetch, just after taking its fetch offset as f's LEO, the leader adds f to
+    the ISR once that LEO has reached its HW (Partition.maybeExpandIsr, called from
+    updateReplicaLogReadResult @0.10.2.1 and updateFollowerFetchState @3.9.0: only there, so only
+    on the offset of a Fetch the leader is handling, never on one learned long before); from 2.1 also
+    the start offset of the leader's epoch (KAFKA-7128). The write is atomic here; from 2.7 it is an
+    AlterPartition (AlterIsr) request the controller checks against the partition epoch, which the
+    leader's current ISR view stands for. The KRaft controller refuses a fenced broker (KIP-841,
+    ReplicationControlManager: INELIGIBLE_REPLICA @3.3.0) and, from KIP-903, a broker epoch other
+    than the one the broker registered with (the one this Fetch carried). Refused, nothing changes:
+    f's next Fetch tries again."""
+    rep, c = s.replicas[l], s.controller
+    if not (in_office(s, l) and rep.isr == c.isr and not rep.isr >> f & 1):
+        return s
     remote = rep.remote_leo[f]
-    if remote == UNDEFINED or remote < rep.hw:
-        return None
+    if remote < rep.hw:
+        return s
     if rules.mode.expand_waits_for_epoch_start and remote < epoch_start(rep.epoch_cache, rep.leader_epoch):
-        return None
-    c = s.controller
+        return s
     if rules.mode.isr_only_live and not c.live >> f & 1:
-        return None
+        return s
     if rules.mode.broker_epochs and rep.remote_broker_epoch[f] != c.broker_epochs[f]:
-        return None
+        return s
     isr = rep.isr | 1 << f
     return _with_controller(_set(s, l, rep._replace(isr=isr)), _with_isr(c, rules, isr))
 
 
-def expand_isr_terms(enc, s, l, f):
-    """The z3 twin of ``expand_isr``: (guard, next state) over the encoding's terms (checker/symbolic.py)."""
+def _maybe_expand_isr_terms(enc, s: SState, l: int, f: int) -> SState:
+    """The z3 twin of ``_maybe_expand_isr``: the state after the fetch handler's ISR check."""
     o, rep = enc.o, s.reps[l]
     remote = rep.remote_leo[f]
-    guard = o.And(in_office_terms(o, s, l), equal(o, rep.isr, s.ctl.isr), o.Not(rep.isr[f]),
-                  remote != UNDEFINED, remote >= rep.hw)
+    guard = o.And(in_office_terms(o, s, l), equal(o, rep.isr, s.ctl.isr), o.Not(rep.isr[f]), remote >= rep.hw)
     if enc.mode.expand_waits_for_epoch_start:
         guard = o.And(guard, remote >= enc.epoch_start(rep, rep.leader_epoch))
-    if enc.mode.isr_only_live:       # actions.expand_isr, KIP-841: the controller refuses a fenced broker
+    if enc.mode.isr_only_live:       # KIP-841: the controller refuses a fenced broker
         guard = o.And(guard, s.ctl.live[f])
     if enc.mode.broker_epochs:       # KIP-903: and a broker epoch other than the registered one
         guard = o.And(guard, rep.remote_broker_epoch[f] == s.ctl.broker_epochs[f])
     isr = enc.bit(rep.isr, f, True)
-    return guard, enc.set_replica(s, l, rep._replace(isr=isr))._replace(ctl=enc.with_isr(s.ctl, isr))
+    return ite(o, guard, enc.set_replica(s, l, rep._replace(isr=isr))._replace(ctl=enc.with_isr(s.ctl, isr)), s)
 
 
 # name, function, arity (1: one replica; 2: (leader, follower), or (old leader, new leader))
@@ -1167,7 +1169,6 @@ ACTIONS = (
     ("become_leader", become_leader, 1),
     ("become_follower", become_follower, 1),
     ("shrink_isr", shrink_isr, 2),
-    ("expand_isr", expand_isr, 2),
 )
 
 # name -> the action's z3 twin (checker/symbolic.py Encoding.action); lose_disk has none (the z3 engine
@@ -1196,7 +1197,6 @@ TERMS = {
     "become_leader": become_leader_terms,
     "become_follower": become_follower_terms,
     "shrink_isr": shrink_isr_terms,
-    "expand_isr": expand_isr_terms,
 }
 
 # What happens to the brokers rather than what they do: failures and an operator's actions. The

@@ -20,7 +20,8 @@ from .state import UNDEFINED, State, leader_in_office
 # actions of a dead replica are disabled anyway); the faults and their aftermath (crash,
 # power_fail, restart, controlled_shutdown, controlled_shutdown_leader, session_expire, register),
 # the controller's steps (controller_handle_failure, elect_offline, elect_preferred), produce,
-# flush, shrink_isr, expand_isr and leader_handle_stale_fetch are not fair
+# flush, shrink_isr and leader_handle_stale_fetch are not fair (ISR expansion is part of
+# leader_handle_fetch, as in Kafka's fetch handler)
 FAIR_ACTIONS = ("send_fetch", "leader_handle_fetch", "follower_handle_fetch", "send_epoch_request",
                 "leader_handle_epoch_request", "follower_handle_epoch_response", "reject_request",
                 "become_leader", "become_follower")

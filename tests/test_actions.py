@@ -186,14 +186,20 @@ def test_shrink_isr_refused_for_a_caught_up_follower(hw_model):
     assert hw_model.step(s, ("shrink_isr", 0, 1)) is None            # remote LEO 0 = LEO 0
 
 
-def test_expand_isr_waits_for_the_hw():
+def test_isr_expansion_happens_only_in_the_fetch_handler_once_the_fetch_offset_reaches_the_hw():
+    """Partition.maybeExpandIsr runs only while the leader handles the follower's Fetch, on that
+    Fetch's offset: there is no step that expands on a remote LEO learned before."""
     model = Model(Config(mode="hw"))
-    s = run_labels(model, [P0, ("shrink_isr", 0, 1), P0])[-1]        # HW 2, r1 out
-    assert model.step(s, ("expand_isr", 0, 1)) is None
-    s = run_labels(model, [P0, ("shrink_isr", 0, 1), P0, SF1, LH01, FH1])[-1]
-    assert model.step(s, ("expand_isr", 0, 1)) is None               # remote LEO 0 < HW 2
-    s = run_labels(model, [P0, ("shrink_isr", 0, 1), P0, SF1, LH01, FH1, SF1, LH01])[-1]
-    assert model.step(s, ("expand_isr", 0, 1)).controller.isr == 0b11
+    assert "expand_isr" not in {name for name, _, _ in model._actions}
+    s = run_labels(model, [P0, ("shrink_isr", 0, 1), P0, SF1])[-1]        # HW 2, r1 out, fetching at 0
+    after = model.step(s, LH01)
+    assert after.controller.isr == 0b01 and after.replicas[0].isr == 0b01    # fetch offset 0 < HW 2
+    s = run_labels(model, [P0, ("shrink_isr", 0, 1), P0, SF1, LH01, FH1, SF1])[-1]
+    after = model.step(s, LH01)                                              # fetch offset 2 = HW 2
+    assert after.controller.isr == 0b11 and after.replicas[0].isr == 0b11
+    # a leader whose ISR view is not the controller's cannot write (the conditional update)
+    stale_view = s._replace(controller=s.controller._replace(isr=0b11))
+    assert model.step(stale_view, LH01).controller.isr == 0b11 and model.step(stale_view, LH01).replicas[0].isr == 0b01
 
 
 # ------------------------------------------------------------------ truncation rules by mode

@@ -29,12 +29,12 @@ def test_verify_hw_finds_data_loss_and_writes_a_replayable_trace(tmp_path):
 
 def test_verify_a_holding_epoch_run_says_so():
     """How verify renders a run that holds over its whole space. One crash instead of the default
-    two (11,080 states, not 284,603: 1 s, not 10 s): the epoch defaults themselves are verified by
+    two (9,915 states, not 264,673: 1 s, not 10 s): the epoch defaults themselves are verified by
     test_bfs.py::test_epoch_defaults_hold_over_the_whole_space."""
     proc = run_cli("verify", "--mode=epoch", "--crashes=1")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "verdict: holds" in proc.stdout and "every reachable state" in proc.stdout
-    assert "crashes=1" in proc.stdout and "figures: 11,080 distinct states" in proc.stdout
+    assert "crashes=1" in proc.stdout and "figures: 9,915 distinct states" in proc.stdout
 
 
 def test_verify_never_overwrites_an_existing_file(tmp_path):
@@ -160,8 +160,8 @@ def test_differential_replay_shows_how_epochs_block_the_hw_loss():
 def test_differential_replay_shows_kafka_6361_still_diverging_under_2_0():
     proc = run_cli("replay", CX / "kip101-divergence-kafka-6361.itf.json", "--mode", "kip279")
     assert proc.returncode == 0, proc.stderr
-    assert "all 22 steps run under kip279" in proc.stdout
-    assert "breaks under kip279: NoLogDivergence at step 22" in proc.stdout
+    assert "all 21 steps run under kip279" in proc.stdout
+    assert "breaks under kip279: NoLogDivergence at step 21" in proc.stdout
 
 
 def test_differential_replay_under_the_same_mode_never_parts():

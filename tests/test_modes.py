@@ -249,7 +249,6 @@ def test_isr_expansion_waits_for_the_epoch_start(mode, waits):
     r0 = s.replicas[0]._replace(log=((0, 0), (1, 1)), hw=0, epoch_cache=((0, 0), (1, 1)),
                                 leader_epoch=1, isr=0b01, remote_leo=(U, 0))
     s = s._replace(replicas=(r0,) + s.replicas[1:], controller=s.controller._replace(epoch=1, isr=0b01))
-    assert (model.step(s, ("expand_isr", 0, 1)) is None) == waits
-    r0 = r0._replace(remote_leo=(U, 1))
-    s = s._replace(replicas=(r0,) + s.replicas[1:])
-    assert model.step(s, ("expand_isr", 0, 1)).controller.isr == 0b11
+    fetch = lambda offset: s._replace(inflight=((), Fetch(FETCH, 0, 1, offset)))
+    assert model.step(fetch(0), ("leader_handle_fetch", 0, 1)).controller.isr == (0b01 if waits else 0b11)
+    assert model.step(fetch(1), ("leader_handle_fetch", 0, 1)).controller.isr == 0b11

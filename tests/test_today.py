@@ -11,7 +11,7 @@ from hwcheck.checker.result import Trace
 from hwcheck.checker.symbolic import Encoding
 from hwcheck.checker.trace import TraceError, load_itf, replay, to_itf
 from hwcheck.spec import Config, ConfigError, Model
-from hwcheck.spec.actions import OUT_OF_RANGE, Rules, _diverging, _read_for_follower, expand_isr
+from hwcheck.spec.actions import OUT_OF_RANGE, Rules, _diverging, _maybe_expand_isr, _read_for_follower
 from hwcheck.spec.invariants import consumer_consistency, consumer_consistency_with_follower_reads
 from hwcheck.spec.modes import LADDER, MODES
 from hwcheck.spec.state import FETCH, FETCH_RESPONSE, LEADER, UNDEFINED, Fetch, FetchResponse, Replica
@@ -110,7 +110,7 @@ def test_a_consistent_fetch_gets_records_through_the_model():
 
 KAFKA_13141 = [
     ("produce", 0), ("controlled_shutdown_leader", 0, 1), ("restart", 0), ("become_leader", 1), ("produce", 1),
-    ("become_follower", 0), ("send_fetch", 0), ("leader_handle_fetch", 1, 0), ("expand_isr", 1, 0),
+    ("become_follower", 0), ("send_fetch", 0), ("leader_handle_fetch", 1, 0),
     ("controlled_shutdown_leader", 1, 0), ("become_leader", 0)]
 
 
@@ -130,10 +130,13 @@ def test_kafka_13141_the_diverging_offset_lets_the_leader_hand_over_to_a_replica
     assert None not in states
     assert all(not model.violated(s) for s in states[:-1])
     assert "NoCommittedDataLoss" in model.violated(states[-1])
-    assert states[-3].controller.isr == 0b11 and states[-3].replicas[0].log == ((0, 0),)   # r0 joined the ISR
-    # the fix: the leader still does not know r0's LEO, so it cannot add r0 to the ISR
+    # r0 joined the ISR while r1 handled its diverging Fetch
+    assert states[-3].controller.isr == 0b11 and states[-3].replicas[0].log == ((0, 0),)
+    # the fix: the leader still does not know r0's LEO, so that Fetch cannot add r0 to the ISR, and
+    # r1 has no ISR peer to hand over to
     model, states = _run("kafka13141", KAFKA_13141)
-    assert states[-1] is None and len(states) - 2 == KAFKA_13141.index(("expand_isr", 1, 0))
+    assert states[-1] is None and len(states) - 2 == KAFKA_13141.index(("controlled_shutdown_leader", 1, 0))
+    assert states[-2].controller.isr == 0b10
     assert all(not model.violated(s) for s in states[:-1])
 
 
@@ -179,12 +182,11 @@ def test_kafka_14704_a_reader_of_the_follower_sees_the_divergent_record():
 
 # r1's Fetch from before it lost its disk reaches the leader r0 after r1 came back empty. r0 had
 # shrunk r1 out of the ISR at the same leader epoch, so the Fetch is not fenced; r0 takes its offset
-# as r1's LEO and adds the empty r1 to the ISR, then hands over to it
+# as r1's LEO and, handling it, adds the empty r1 to the ISR, then hands over to it
 STALE = [
     ("produce", 0), ("send_fetch", 1), ("leader_handle_fetch", 0, 1), ("follower_handle_fetch", 1), ("send_fetch", 1),
     ("shrink_isr", 0, 1), ("shrink_isr", 0, 2), ("lose_disk", 1), ("controller_handle_failure", 1), ("restart", 1),
-    ("leader_handle_stale_fetch", 0, 1), ("expand_isr", 0, 1), ("controlled_shutdown_leader", 0, 1),
-    ("become_leader", 1)]
+    ("leader_handle_stale_fetch", 0, 1), ("controlled_shutdown_leader", 0, 1), ("become_leader", 1)]
 KNOBS_STALE = dict(replicas=3, records=1, min_isr=1, crashes=1, disk_losses=1)
 
 
@@ -194,30 +196,30 @@ def test_kip_903_before_it_a_stale_fetch_puts_an_empty_broker_in_the_isr():
     assert "NoCommittedDataLoss" in model.violated(states[-1])
     lost = STALE.index(("lose_disk", 1)) + 1
     assert states[lost].stale[1] == (FETCH, 0, 0, 1, 0, 0)           # the abandoned Fetch: offset 1
-    expanded = states[STALE.index(("expand_isr", 0, 1)) + 1]
+    expanded = states[STALE.index(("leader_handle_stale_fetch", 0, 1)) + 1]
     assert expanded.controller.isr == 0b011 and expanded.replicas[1].log == ()
     assert expanded.controller.epoch == 0                            # no epoch moved: nothing fenced it
 
 
 def test_kip_903_refuses_the_isr_addition_of_a_stale_incarnation():
     model, states = _run("kip903", STALE, **KNOBS_STALE)
-    at = STALE.index(("expand_isr", 0, 1))
+    at = STALE.index(("controlled_shutdown_leader", 0, 1))      # no ISR peer to hand over to
     assert states[-1] is None and len(states) - 2 == at
     s = states[-2]
     leader, c = s.replicas[0], s.controller
-    assert leader.remote_leo[1] == 1                                  # the stale Fetch still moved r1's LEO
+    assert leader.remote_leo[1] == 1 and c.isr == 0b001              # the stale Fetch moved r1's LEO only
     assert leader.remote_broker_epoch[1] == 0 and c.broker_epochs[1] == 1
     # the broker epoch alone refuses it: the same state under kip903 without broker epochs adds r1
     no_epochs = MODES["kip903"].variant(name="kip903-without-broker-epochs", broker_epochs=False)
-    assert expand_isr(s, Rules(model.cfg, no_epochs, 3), 0, 1) is not None
-    assert expand_isr(s, model.rules, 0, 1) is None
+    assert _maybe_expand_isr(s, Rules(model.cfg, no_epochs, 3), 0, 1).controller.isr == 0b011
+    assert _maybe_expand_isr(s, model.rules, 0, 1) == s
 
 
 def test_kip_903_the_new_incarnation_joins_once_its_own_fetches_catch_up():
     """After the stale Fetch is refused, the restarted r1 (no leader epoch in memory) applies the
     current LeaderAndIsr at the same epoch, fetches with broker epoch 1, and joins the ISR once its
     own Fetch reaches the leader's HW."""
-    at = STALE.index(("expand_isr", 0, 1))
+    at = STALE.index(("leader_handle_stale_fetch", 0, 1)) + 1
     model, states = _run("kip903", STALE[:at], **KNOBS_STALE)
     s = states[-1]
     assert s.replicas[1].alive and s.replicas[1].leader_epoch == UNDEFINED and s.controller.epoch == 0
@@ -225,10 +227,9 @@ def test_kip_903_the_new_incarnation_joins_once_its_own_fetches_catch_up():
     assert states[-1].inflight[1] == (FETCH, 0, 0, 0, UNDEFINED, 1)          # the new broker epoch
     s = model.step(states[-1], ("leader_handle_fetch", 0, 1))
     assert s.replicas[0].remote_broker_epoch[1] == 1 and s.replicas[0].remote_leo[1] == 0
-    assert model.step(s, ("expand_isr", 0, 1)) is None                        # not caught up yet
+    assert s.controller.isr == 0b001                                          # not caught up yet
     for label in (("follower_handle_fetch", 1), ("send_fetch", 1), ("leader_handle_fetch", 0, 1)):
         s = model.step(s, label)
-    s = model.step(s, ("expand_isr", 0, 1))
     assert s is not None and s.controller.isr == 0b011 and s.replicas[1].log == ((0, 0),)
 
 
@@ -358,7 +359,7 @@ def test_itf_shows_broker_epochs_and_the_new_fetch_fields():
 
 @pytest.mark.parametrize("mode, labels, knobs, invariant", [
     ("kafka13141", STALE, KNOBS_STALE, "NoCommittedDataLoss"),
-    ("kip903", STALE[:STALE.index(("expand_isr", 0, 1))], KNOBS_STALE, None),
+    ("kip903", STALE[:STALE.index(("controlled_shutdown_leader", 0, 1))], KNOBS_STALE, None),
     ("kafka10554", KAFKA_13141, {}, "NoCommittedDataLoss"),
     ("kafka13141", KAFKA_14704, KNOBS_14704, "NoLogDivergence"),
 ])

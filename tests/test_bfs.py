@@ -37,7 +37,7 @@ def test_search_is_deterministic():
 
 def test_all_invariants_keeps_the_first_trace_of_each():
     # max_epoch=1 breaks the same three invariants at the same depths (11, 12, 12) as the hw
-    # defaults, over the whole space of 38,415 states instead of 194,557
+    # defaults, over the whole space of 35,122 states instead of 174,189
     model = Model(Config(mode="hw", max_epoch=1))
     r = bfs(model, all_invariants=True)
     names = [t.invariant for t in r.violations]

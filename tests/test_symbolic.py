@@ -577,7 +577,7 @@ def test_the_history_variables_add_no_behaviour_and_are_encoded_as_the_spec_keep
     """Model(cfg, history_variables=True) (hwcheck prove) dates each exposed offset by the epoch of the
     leader that exposed it, and remembers the leader named with each epoch. History variables: with
     them dropped, the reachable states are exactly the plain model's (epoch, 2 records, 1 crash:
-    11,080); the encoding keeps them as the spec does (successors, z3's models of the step) on
+    9,915); the encoding keeps them as the spec does (successors, z3's models of the step) on
     states that hold them."""
     cfg = Config(mode="epoch", crashes=1)
     plain, dated = Model(cfg), Model(cfg, history_variables=True)

@@ -119,7 +119,7 @@ def test_graph_command_exports_each_format(tmp_path):
         assert proc.returncode == 1, proc.stderr          # violating states exist
         for name in ("explored", "symmetry", "chains", "scc"):
             assert name in proc.stdout
-        assert "1,169 nodes" in proc.stdout and "nearest violation 3 steps" in proc.stdout
+        assert "1,049 nodes" in proc.stdout and "nearest violation 3 steps" in proc.stdout
     dot = (tmp_path / "g.dot").read_text()
     assert dot.startswith("digraph") and "fillcolor" in dot and "color=red" in dot
     assert nx.read_graphml(tmp_path / "g.graphml").number_of_nodes() > 0

@@ -2,9 +2,9 @@
 
 KIP-903 (3.5, KRaft) makes a Fetch carry the follower's broker epoch; the leader sends it with an
 ISR addition and the controller refuses one that is not the epoch the broker registered with
-(INELIGIBLE_REPLICA). This variant is the newest mode without that check: a leader that still
-holds a follower's LEO from before the follower lost its disk and restarted adds the empty
-follower back to the ISR.
+(INELIGIBLE_REPLICA). This variant is the newest mode without that check: a Fetch the follower
+sent before it lost its disk reaches the leader after the follower restarted, and the leader,
+handling it, adds the empty follower back to the ISR (KAFKA-14139): bfs finds the loss in 12 steps.
 
     hwcheck verify --mode-file docs/examples/without_kip903.py --min-isr 2 --disk-losses 1 \
         --crashes 1 --invariant NoCommittedDataLoss

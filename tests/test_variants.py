@@ -24,7 +24,7 @@ SMALL = ["--replicas", "3", "--records", "1", "--crashes", "1", "--max-epoch", "
 SMALL_CFG = dict(replicas=3, records=1, crashes=1, max_epoch=2)
 
 # the NoCommittedDataLoss trace `hwcheck verify --mode-file docs/examples/expand_at_hw.py --replicas 3
-# --records 1 --symmetry` finds (20 steps; 1.9 million state classes, 2 minutes): the leader r0 of
+# --records 1 --symmetry` finds (18 steps; 1.1 million state classes, 1.5 minutes): the leader r0 of
 # epoch 2 still has HW 0 and lets r2 (LEO 0) into the ISR, although its epoch starts at offset 1
 EXPAND_AT_HW_LOSS = [
     ("controlled_shutdown_leader", 0, 1), ("restart", 0), ("become_leader", 1), ("produce", 1),
@@ -86,7 +86,7 @@ def test_the_example_verifies_as_bfs_does_with_the_same_rules(same_as_example, e
 
 @pytest.fixture
 def example_trace(tmp_path, same_as_example):
-    """The example's 20-step loss as hwcheck verify writes it (with #meta.hwcheck.mode_file)."""
+    """The example's 18-step loss as hwcheck verify writes it (with #meta.hwcheck.mode_file)."""
     model = Model(Config(mode=same_as_example, replicas=3, records=1, crashes=2, max_epoch=3))
     states = run_labels(model, EXPAND_AT_HW_LOSS)
     assert model.violated(states[-1]) == ["NoCommittedDataLoss"]

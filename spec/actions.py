@@ -285,14 +285,15 @@ OUT_OF_RANGE = (UNDEFINED,)
 def _read_for_follower(s: State, rules: Rules, l: int, f: int, msg: Fetch):
     """What the leader does with f's Fetch (Partition.updateReplicaLogReadResult: maybeExpandIsr,
     maybeIncrementLeaderHW): the fetch offset becomes f's remote LEO, f may join the ISR
-    (``_maybe_expand_isr``) and the HW may move; returns the state and the FetchResponse. An offset beyond the leader's LEO gets OFFSET_OUT_OF_RANGE and
-    moves nothing. ``response_hw=before`` replies with the HW from before the update (seed 000
-    comments 5-17). With truncation on fetch a diverging Fetch is answered with the diverging epoch
-    and no records (a lookup without answer: OFFSET_OUT_OF_RANGE), and leaves f's fetch state alone
-    (KAFKA-13141, fixed in 2.7.2/2.8.1/3.0.0:
-    ReplicaManager.updateFollowerFetchState skips a read result with a diverging epoch); before the
-    fix its offset became f's LEO all the same (``diverging_fetch_updates_follower``). From 3.5 the
-    Fetch's broker epoch is kept beside the LEO (KIP-903, Partition.updateFollowerFetchState)."""
+    (``_maybe_expand_isr``) and the HW may move; returns the state and the FetchResponse. An
+    offset beyond the leader's LEO gets OFFSET_OUT_OF_RANGE and moves nothing.
+    ``response_hw=before`` replies with the HW from before the update (seed 000 comments 5-17).
+    With truncation on fetch a diverging Fetch is answered with the diverging epoch and no records
+    (a lookup without answer: OFFSET_OUT_OF_RANGE), and leaves f's fetch state alone (KAFKA-13141,
+    fixed in 2.7.2/2.8.1/3.0.0: ReplicaManager.updateFollowerFetchState skips a read result with a
+    diverging epoch), so no expansion either; before the fix its offset became f's LEO all the same
+    (``diverging_fetch_updates_follower``). From 3.5 the Fetch's broker epoch is kept beside the LEO
+    (KIP-903, Partition.updateFollowerFetchState)."""
     leader, mode = s.replicas[l], rules.mode
     offset = msg.fetch_offset
     diverging = _diverging(rules, leader, msg)        # checked before the read (readRecords @2.8.0)

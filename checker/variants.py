@@ -46,7 +46,7 @@ from hwcheck.spec.modes import ALIASES, LADDER, Mode
 from hwcheck.spec.state import State
 
 # the fields of a Mode that describe it rather than rule on anything
-DESCRIPTIVE = ("name", "kafka", "changes", "summary", "actions")
+DESCRIPTIVE = ("name", "kafka", "changes", "summary", "parent", "actions")
 RULES = tuple(f.name for f in dataclasses.fields(Mode) if f.name not in DESCRIPTIVE)
 ACTION_NAMES = tuple(name for name, _, _ in ACTIONS)
 BUILT_IN = frozenset(m.name for m in LADDER) | frozenset(ALIASES)

@@ -132,9 +132,11 @@ SCHEMA = {
             "required": ["name", "kafka", "summary", "changes", "rules", "actions", "mode_file", "varies"],
             "properties": {
                 "name": {"type": "string"},
+                "parent": {"type": ["string", "null"],
+                           "description": "the mode it is made from (the tree of release lines); null for the root"},
                 "kafka": {"type": "string", "description": "the Kafka releases it stands for"},
                 "summary": {"type": "string"},
-                "changes": {"type": "array", "description": "the rules that differ from the mode before it",
+                "changes": {"type": "array", "description": "the rules that differ from its parent",
                             "items": {"type": "object", "required": ["rule", "ref", "source"],
                                       "properties": {"rule": {"type": "string"},
                                                      "ref": {"type": "string", "description": "KIP or JIRA"},
@@ -200,7 +202,7 @@ def _rule_json(value):
 
 def mode_doc(m, variant: bool = False) -> dict:
     """One mode of ``hwcheck modes --json``."""
-    out = {"name": m.name, "kafka": m.kafka, "summary": m.summary,
+    out = {"name": m.name, "parent": m.parent or None, "kafka": m.kafka, "summary": m.summary,
            "changes": [{"rule": c.rule, "ref": c.ref, "source": c.source} for c in m.changes],
            "rules": {name: _rule_json(getattr(m, name)) for name in variants.RULES},
            "actions": {name: _rule_json(fn) for name, fn in m.actions},

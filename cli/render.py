@@ -25,45 +25,51 @@ def rule_value(value) -> str:
 
 
 def modes_table(ladder, aliases, extra=(), width: int = 120) -> str:
-    """``hwcheck modes``: per mode its Kafka releases and summary, then each rule it changes from
-    the mode before it with the KIP/JIRA and the Kafka source it copies; ``extra`` (variants from
-    --mode-file) also lists the rules and actions it differs in from the nearest ladder mode."""
-    header = ["mode", "Kafka", "ref", "what changes from the mode before it (and the Kafka source it copies)"]
+    """``hwcheck modes``: per mode its parent in the tree of release lines, its Kafka releases and
+    summary, then each rule it changes from its parent with the KIP/JIRA and the Kafka source it
+    copies; ``extra`` (variants from --mode-file) also lists the rules and actions it differs in from
+    the nearest built-in mode."""
+    header = ["mode", "parent", "Kafka", "ref", "what changes from its parent (and the Kafka source it copies)"]
     rows = []
     for mode in list(ladder) + list(extra):
-        rows.append([mode.name, mode.kafka, "", mode.summary or "(no summary)"])
+        rows.append([mode.name, mode.parent or "-", mode.kafka, "", mode.summary or "(no summary)"])
         pinned = releases_of(mode.name)
         if pinned:
-            rows.append(["", "", "", "releases pinned (hwcheck reproduce --kafka): "
+            rows.append(["", "", "", "", "releases pinned (hwcheck reproduce --kafka): "
                          + ", ".join(f"{r.version} ({r.metadata})" for r in pinned)])
         for c in mode.changes:
-            rows.append(["", "", c.ref, f"{c.rule}\nsource: {c.source}"])
+            rows.append(["", "", "", c.ref, f"{c.rule}\nsource: {c.source}"])
         if mode in extra:
             base = variants.closest(mode)
             where = variants.file_of(mode)
-            rows.append(["", "", "", f"a variant of {base.name}" + (f", from {where}" if where else "")])
+            rows.append(["", "", "", "", f"a variant of {base.name}" + (f", from {where}" if where else "")])
             for name, old, new in variants.differences(mode, base):
-                rows.append(["", "", "(this file)", f"{name}: {rule_value(old)} -> {rule_value(new)}"])
+                rows.append(["", "", "", "(this file)", f"{name}: {rule_value(old)} -> {rule_value(new)}"])
         rows.append(None)
     rows.pop()
-    widths = [max(len(r[c]) for r in [header] + [r for r in rows if r]) for c in range(3)]
-    left = sum(widths) + 2 * 3
+    cols = len(header) - 1
+    widths = [max(len(r[c]) for r in [header] + [r for r in rows if r]) for c in range(cols)]
+    left = sum(widths) + 2 * cols
     text_width = max(40, width - left)
-    lines = ["  ".join(h.ljust(w) for h, w in zip(header[:3], widths)) + "  " + header[3],
-             "  ".join("-" * w for w in widths) + "  " + "-" * min(text_width, len(header[3]))]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(header[:cols], widths)) + "  " + header[cols],
+             "  ".join("-" * w for w in widths) + "  " + "-" * min(text_width, len(header[cols]))]
     for row in rows:
         if row is None:
             lines.append("")
             continue
         wrapped = []
-        for part in row[3].split("\n"):
+        for part in row[cols].split("\n"):
             wrapped += textwrap.wrap(part, text_width, break_long_words=False, break_on_hyphens=False,
                                      subsequent_indent="  ") or [""]
         for i, chunk in enumerate(wrapped):
-            cells = row[:3] if i == 0 else ["", "", ""]
+            cells = row[:cols] if i == 0 else [""] * cols
             lines.append(("  ".join(c.ljust(w) for c, w in zip(cells, widths)) + "  " + chunk).rstrip())
     kafka = {m.name: m.kafka for m in ladder}
+    branches = [m for m in ladder if sum(1 for c in ladder if c.parent == m.name) > 1]
     lines.append("")
+    for m in branches:
+        children = [c for c in ladder if c.parent == m.name]
+        lines.append(f"{m.name} branches: " + ", ".join(f"{c.name} for Kafka {c.kafka}" for c in children))
     for alias, name in aliases.items():
         lines.append(f"{alias} names the newest mode: {name}, Kafka {kafka.get(name, '?')}; "
                      f"--mode {alias} follows it when a newer mode is added")

@@ -1053,10 +1053,24 @@ def become_follower(s: State, rules: Rules, r: int) -> Optional[State]:
     elif rules.mode.truncate_on_fetch:
         # 2.8+: fetching from the LEO at once, the Fetch naming the latest epoch (ReplicaManager
         # .initialFetchOffset @2.8.0: the LEO when the log has an epoch, else the HW = the LEO here)
+        if rules.mode.accept_old_epoch_response and _keeps_old_epoch_message(s, r, rep):
+            return _set(s, r, rep._replace(truncating=FETCHING))
         rep = rep._replace(truncating=FETCHING)
     else:
         rep = rep._replace(truncating=TRUNCATING if rep.epoch_cache else FETCHING)
     return _abandon(_set(s, r, rep), r)
+
+
+def _keeps_old_epoch_message(s: State, r: int, new: Replica) -> bool:
+    """KAFKA-18991 (2.8.0 to 3.9.0 and 4.0.0): the fetcher state r starts at the new epoch
+    (AbstractFetcherThread.partitionFetchState @3.9.0: Fetching at the LEO, when the log has an epoch)
+    has the fetch offset of the Fetch r already has out to the same leader (r's LEO: only its own
+    fetcher moves it), and processFetchRequest checks only that offset and readiness, not the
+    request's leader epoch. So that Fetch, or the answer to it, stays r's: the answer computed at the
+    old epoch is handled as if it were the new one's. The fix (3.9.1, 4.0.1) also checks the epoch:
+    the message is abandoned as on any restart of the fetcher."""
+    msg, old = s.inflight[r], s.replicas[r]
+    return bool(msg) and old.role == FOLLOWER and old.leader == new.leader and bool(new.epoch_cache)
 
 
 def become_follower_terms(enc, s, r):
@@ -1072,6 +1086,10 @@ def become_follower_terms(enc, s, r):
     else:
         new = new._replace(truncating=o.If(new.clen > 0, TRUNCATING, FETCHING))
     follow = enc.abandon(enc.set_replica(s, r, new), r)
+    if enc.tof and enc.mode.accept_old_epoch_response:
+        # actions._keeps_old_epoch_message (KAFKA-18991): the same leader's Fetch or answer stays r's
+        keeps = o.And(s.msgs[r].kind != NO_MESSAGE, rep.role == FOLLOWER, rep.leader == c.leader, new.clen > 0)
+        follow = ite(o, keeps, enc.set_replica(s, r, new), follow)
     if enc.mode.follow_on_new_epoch:
         return guard, follow
     unchanged = enc.set_replica(s, r, rep._replace(leader_epoch=c.epoch))     # same leader: nothing to do

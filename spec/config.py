@@ -27,7 +27,7 @@ a forked worker), while ``as_dict`` (ITF ``#meta``, checkpoints, ``--json``) rec
 >>> Config(mode="what-if")
 Traceback (most recent call last):
 ...
-hwcheck.spec.config.ConfigError: unknown mode 'what-if'; choose one of hw, kip101, kip279, kip320, kip380, kafka10706, kafka10554, kafka13141, kip903, kafka15583, kip966, kafka19522 (or epoch, the newest)
+hwcheck.spec.config.ConfigError: unknown mode 'what-if'; choose one of hw, kip101, kip279, kip320, kip380, kafka10706, kafka10554, kafka13141, kip903, kafka15583, kafka18991, kip966, kafka18991-4.0, kafka19522 (or epoch, the newest)
 """
 
 from __future__ import annotations

@@ -2,15 +2,23 @@
 
 The actions in ``actions.py`` are shared by every mode; a mode answers the questions where Kafka's
 releases differ, each answer copied from Kafka's source at a release tag (cited in ``changes``).
-The ladder below runs from 0.10 (ZooKeeper) to 4.1+ (KRaft); each mode is the one before it plus the
-changes it lists, so ``hwcheck modes`` can print what each release changed and why. ``epoch``
-(``ALIASES``) names the newest mode; spec/releases.py pins exact releases to modes.
+The modes below run from 0.10 (ZooKeeper) to 4.1+ (KRaft) as a tree of release lines: each mode is
+its ``parent`` plus the changes it lists, so ``hwcheck modes`` can print what each release changed
+and why. The tree branches where a fix reached two release lines apart: 3.9.1 (``kafka18991``) is
+3.9.0 plus KAFKA-18991's fix, while 4.0.0 (``kip966``) still has the bug and 4.0.1 fixes it again on
+its own line (``kafka18991-4.0``), the parent of 4.1+. ``LADDER`` lists every mode, parents first, in
+release order; ``epoch`` (``ALIASES``) names the newest mode; spec/releases.py pins exact releases
+to modes.
 
 A mode is also a small public API: a variant is ``MODES[name].variant(name=..., ...)`` with other
 rule values or other action functions (docs/variants.md; ``hwcheck verify --mode-file``).
 
 >>> LADDER[0].name, LADDER[0].kafka, MODES["kip320"].kafka
 ('hw', '0.10.0-0.10.2', '2.1')
+>>> MODES["kafka18991"].parent, MODES["kafka19522"].parent
+('kafka15583', 'kafka18991-4.0')
+>>> [m.name for m in lineage(MODES["kafka19522"])][-4:]
+['kafka15583', 'kip966', 'kafka18991-4.0', 'kafka19522']
 >>> ALIASES["epoch"] == LADDER[-1].name
 True
 >>> what_if = MODES["kip380"].variant(name="what-if", expand_waits_for_epoch_start=False)
@@ -63,7 +71,7 @@ def follower_truncation(rep: Replica, answer: Entry,
 
 @dataclass(frozen=True)
 class Change:
-    """One rule a mode changes against the mode below it on the ladder."""
+    """One rule a mode changes against its parent."""
     rule: str        # what the release does, in one line
     ref: str         # the KIP or JIRA that made the change
     source: str      # the Kafka method it copies, at a tag
@@ -71,12 +79,13 @@ class Change:
 
 @dataclass(frozen=True)
 class Mode:
-    """The rules of one Kafka release range. Every field but the first four is a rule the actions
-    read; ``actions`` replaces action functions by name (a user's variant)."""
+    """The rules of one Kafka release range. Every field but the first four and ``parent`` is a rule
+    the actions read; ``actions`` replaces action functions by name (a user's variant)."""
     name: str
     kafka: str                       # the Kafka releases it stands for
-    changes: Tuple[Change, ...]      # the rules that differ from the mode below it
+    changes: Tuple[Change, ...]      # the rules that differ from its parent
     summary: str = ""
+    parent: str = ""                 # the mode it was made from by ``variant`` ("" for the root)
     # OffsetsForLeaderEpoch and a leader-epoch cache (KIP-101) instead of truncating to the HW
     epochs: bool = False
     # LeaderEpochFileCache.assign / endOffsetFor of the release (epoch modes)
@@ -108,6 +117,9 @@ class Mode:
     diverging_fetch_updates_follower: bool = False
     # the follower applies a diverging response's HW before it truncates (KAFKA-14704, 2.7-3.4)
     hw_before_truncation: bool = False
+    # a follower whose fetcher restarts at a new leader epoch with the same leader still handles the
+    # answer to its Fetch of the old epoch, when the fetch offset matches (KAFKA-18991, until 3.9.1/4.0.1)
+    accept_old_epoch_response: bool = False
     # the controller adds only unfenced brokers to the ISR (KIP-841, KRaft 3.3)
     isr_only_live: bool = False
     # Fetch and AlterPartition carry broker epochs; the controller refuses a stale one (KIP-903, 3.5)
@@ -127,15 +139,15 @@ class Mode:
 
     def variant(self, name: str, kafka: Optional[str] = None, changes: Tuple[Change, ...] = (),
                 actions: Optional[Mapping[str, Callable]] = None, summary: str = "", **rules) -> "Mode":
-        """This mode with some rules (fields) or actions replaced: the next rung of the ladder, or a
-        user's what-if. Unknown rule names are an error."""
+        """This mode with some rules (fields) or actions replaced: a child in the tree of release
+        lines, or a user's what-if; its ``parent`` is this mode. Unknown rule names are an error."""
         unknown = sorted(set(rules) - {f.name for f in dataclasses.fields(self)})
         if unknown:
             raise TypeError(f"unknown rule(s) {', '.join(unknown)}")
         merged = dict(self.actions)
         merged.update(actions or {})
         return dataclasses.replace(self, name=name, kafka=kafka if kafka is not None else self.kafka,
-                                   changes=tuple(changes), summary=summary,
+                                   changes=tuple(changes), summary=summary, parent=self.name,
                                    actions=tuple(sorted(merged.items())), **rules)
 
 
@@ -226,6 +238,7 @@ KAFKA10554 = KAFKA10706.variant(
     "kafka10554", "2.8.0 (ZooKeeper)", summary="truncation on fetch: the Fetch names its "
     "last epoch, the leader answers where the logs diverge",
     truncate_on_fetch=True, diverging_fetch_updates_follower=True, hw_before_truncation=True,
+    accept_old_epoch_response=True,
     changes=(
         Change("a follower fetches from its LEO at once on a leader change; its Fetch carries the "
                "epoch of its last fetched batch (no OffsetsForLeaderEpoch)", "KAFKA-10554",
@@ -239,6 +252,11 @@ KAFKA10554 = KAFKA10706.variant(
         Change("the leader takes a diverging Fetch's offset as the follower's LEO, so HW and ISR can "
                "move on records the follower lacks (the bug KAFKA-13141, fixed in 2.7.2/2.8.1/3.0.0)",
                "KAFKA-10554", "ReplicaManager.updateFollowerFetchState @2.8.0"),
+        Change("a follower that restarts its fetcher for a new leader epoch with the same leader starts "
+               "at once at its LEO, so the answer to its Fetch of the old epoch still matches the fetch "
+               "offset and is handled, records, HW and diverging epoch alike (the bug KAFKA-18991, fixed "
+               "in 3.9.1/4.0.1/4.1.0)", "KAFKA-10554",
+               "AbstractFetcherThread.partitionFetchState, processFetchRequest @2.8.0"),
     ))
 
 KAFKA13141 = KAFKA10554.variant(
@@ -267,15 +285,25 @@ KIP903 = KAFKA13141.variant(
     ))
 
 KAFKA15583 = KIP903.variant(
-    "kafka15583", "3.7-3.9 (KRaft)", summary="strict min ISR: no HW progress below min.insync.replicas",
+    "kafka15583", "3.7-3.9.0 (KRaft)", summary="strict min ISR: no HW progress below min.insync.replicas",
     strict_min_isr=True,
     changes=(
         Change("the leader moves its HW only while the ISR has at least min.insync.replicas members",
                "KAFKA-15583", "Partition.maybeIncrementLeaderHW @3.7.0"),
     ))
 
+# KAFKA-18991's fix: the fetcher handles a response only when the leader epoch of its request is the
+# fetch state's (the check processFetchRequest lacked); 3.9.1 and 4.0.1 each take it on their own line
+FIX_18991 = Change("a follower handles a Fetch response only when the leader epoch of its request is "
+                   "the one it fetches at now; the answer to a Fetch of the old epoch is dropped",
+                   "KAFKA-18991", "AbstractFetcherThread.processFetchRequest @3.9.1, @4.0.1")
+
+KAFKA18991 = KAFKA15583.variant(
+    "kafka18991", "3.9.1 (KRaft)", summary="a response to a Fetch of an older leader epoch is dropped",
+    accept_old_epoch_response=False, changes=(FIX_18991,))
+
 KIP966 = KAFKA15583.variant(
-    "kip966", "4.0 (KRaft, ELR enabled)", summary="Eligible Leader Replicas: "
+    "kip966", "4.0.0 (KRaft, ELR enabled)", summary="Eligible Leader Replicas: "
     "the ISR may empty, ELR members and the last known leader may lead",
     elr=True, elect_fenced_last_leader=True,
     changes=(
@@ -290,7 +318,12 @@ KIP966 = KAFKA15583.variant(
                "KAFKA-15586", "ReplicationControlManager.handleBrokerUncleanShutdown @3.9.0"),
     ))
 
-KAFKA19522 = KIP966.variant(
+KAFKA18991_40 = KIP966.variant(
+    "kafka18991-4.0", "4.0.1 (KRaft, ELR enabled)", summary="a response to a Fetch of an older leader "
+    "epoch is dropped (KAFKA-18991's fix on the 4.0 line)",
+    accept_old_epoch_response=False, changes=(FIX_18991,))
+
+KAFKA19522 = KAFKA18991_40.variant(
     "kafka19522", "4.1+ (KRaft)", summary="a fenced last known leader is not elected (ELR on by "
     "default in new clusters)", elect_fenced_last_leader=False,
     changes=(
@@ -298,9 +331,21 @@ KAFKA19522 = KIP966.variant(
                "PartitionChangeBuilder.canElectLastKnownLeader (apache/kafka#20200, July 2025)"),
     ))
 
+# every mode, parents first, in release order (3.9.1 before 4.0.0); the newest last
 LADDER: Tuple[Mode, ...] = (HW, KIP101, KIP279, KIP320, KIP380, KAFKA10706, KAFKA10554, KAFKA13141, KIP903, KAFKA15583,
-                             KIP966, KAFKA19522)
+                             KAFKA18991, KIP966, KAFKA18991_40, KAFKA19522)
 MODES: Dict[str, Mode] = {m.name: m for m in LADDER}
+
+
+def lineage(mode: Mode) -> Tuple[Mode, ...]:
+    """The built-in modes from the root to ``mode`` along parents (a variant's own line ends in the
+    mode it was made from, then the variant)."""
+    line = [mode]
+    while line[-1].parent in MODES and MODES[line[-1].parent] is not line[-1]:
+        line.append(MODES[line[-1].parent])
+    return tuple(reversed(line))
+
+
 NEWEST = LADDER[-1].name
 # `epoch` always names the newest mode
 ALIASES: Dict[str, str] = {"epoch": NEWEST}

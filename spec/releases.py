@@ -9,7 +9,7 @@ row covers is refused with the versions the table has, never guessed.
 >>> release("4.1.1").mode, release("4.1").version, release("3.9").version
 ('kafka19522', '4.1.1', '3.9.1')
 >>> [r.version for r in releases_of("kafka15583")]
-['3.7.2', '3.9.0', '3.9.1']
+['3.7.2', '3.9.0']
 >>> release("3.5.1")
 Traceback (most recent call last):
 ...
@@ -78,9 +78,9 @@ RELEASES: Tuple[Release, ...] = (
     Release("3.6.2", "kip903", KRAFT, ELR_NONE, "2.13"),
     Release("3.7.2", "kafka15583", KRAFT, ELR_NONE, "2.13"),
     Release("3.9.0", "kafka15583", KRAFT, ELR_OFF, "2.13"),
-    Release("3.9.1", "kafka15583", KRAFT, ELR_OFF, "2.13"),
+    Release("3.9.1", "kafka18991", KRAFT, ELR_OFF, "2.13"),
     Release("4.0.0", "kip966", KRAFT, ELR_OFF, "2.13"),
-    Release("4.0.1", "kip966", KRAFT, ELR_OFF, "2.13"),     # still KAFKA-19522 (canElectLastKnownLeader @4.0.1)
+    Release("4.0.1", "kafka18991-4.0", KRAFT, ELR_OFF, "2.13"),   # still KAFKA-19522 (canElectLastKnownLeader @4.0.1)
     Release("4.1.1", "kafka19522", KRAFT, ELR_ON, "2.13"),
     Release("4.2.0", "kafka19522", KRAFT, ELR_ON, "2.13"),
     Release("4.4.0", "kafka19522", KRAFT, ELR_ON, "2.13"),

@@ -253,6 +253,29 @@ def test_from_2_8_a_restarted_follower_fetches_at_once_naming_its_last_epoch():
     assert s.inflight[1][5:] == (UNDEFINED, UNDEFINED) and s.replicas[0].remote_leo[1] == 1
 
 
+@pytest.mark.parametrize("mode, keeps", [("kafka13141", True), ("kafka15583", True), ("kip966", True),
+                                         ("kafka18991", False), ("kafka18991-4.0", False), ("kafka19522", False)])
+def test_an_answer_of_the_old_epoch_is_handled_only_before_kafka_18991s_fix(mode, keeps):
+    """KAFKA-18991: r1's fetcher restarts for a new leader epoch with the same leader r0 while r0's
+    answer to its Fetch of the old epoch is in flight. Until 3.9.1/4.0.1 the new fetch state has the
+    same fetch offset and processFetchRequest handles the answer; from the fix it is dropped. A
+    leader change to another broker drops it in every mode."""
+    model = Model(Config(mode=mode, replicas=3))
+    s = run_labels(model, [P0, SF1, LH01, FH1, P0, SF1, LH01])[-1]
+    answer = s.inflight[1]
+    assert answer.kind == FETCH_RESPONSE and answer.records == ((1, 0),)
+    bumped = s._replace(controller=s.controller._replace(epoch=1))     # r0 again, at leader epoch 1
+    t = model.step(bumped, ("become_follower", 1))
+    assert t.replicas[1].leader_epoch == 1 and t.replicas[1].leader == 0
+    assert t.inflight[1] == (answer if keeps else ())
+    if keeps:                                 # the old epoch's records land at the new epoch
+        assert model.step(t, FH1).replicas[1].log == ((0, 0), (1, 0))
+    else:
+        assert model.step(t, FH1) is None
+    elsewhere = bumped._replace(controller=bumped.controller._replace(leader=2))
+    assert model.step(elsewhere, ("become_follower", 1)).inflight[1] == ()
+
+
 def test_epoch_mode_new_leader_adds_cache_entry_on_taking_office(epoch_model):
     s = run_labels(epoch_model, [P0, ("controlled_shutdown_leader", 0, 1), ("become_leader", 1)])[-1]
     assert s.replicas[1].epoch_cache == ((1, 0),)

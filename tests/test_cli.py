@@ -174,17 +174,20 @@ def test_modes_lists_the_ladder_with_releases_and_references():
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     words = " ".join(proc.stdout.split())
+    table = lines[:lines.index("", len(lines) - 1 - lines[::-1].index(""))] if "" in lines else lines
     for mode in LADDER:
-        row = [line for line in lines if line.split()[:1] == [mode.name]]
+        row = [line for line in table if line.split()[:1] == [mode.name]]
         assert len(row) == 1 and mode.kafka in row[0], (mode.name, row)
+        assert row[0].split()[1] == (mode.parent or "-")              # the tree: each mode's parent
         assert mode.changes
         for change in mode.changes:
             assert change.ref in proc.stdout
             assert " ".join(change.rule.split()) in words and f"source: {change.source}" in words
     # the ladder in order, then the alias of the newest
-    firsts = [line.split()[0] for line in lines if line and not line[0].isspace()]
+    firsts = [line.split()[0] for line in table if line and not line[0].isspace()]
     assert [name for name in firsts if name in {m.name for m in LADDER}] == [m.name for m in LADDER]
     assert ALIASES == {"epoch": LADDER[-1].name}
+    assert "kafka15583 branches: kafka18991 for Kafka 3.9.1 (KRaft), kip966 for Kafka 4.0.0" in proc.stdout
     assert lines[-1].startswith(f"epoch names the newest mode: {LADDER[-1].name}, Kafka {LADDER[-1].kafka}")
 
 

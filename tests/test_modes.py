@@ -1,11 +1,13 @@
 """The rules that tell the modes (Kafka releases) apart, and the controller's elections."""
 
+import dataclasses
+
 import pytest
 
 from hwcheck.spec import Config, Model
 from hwcheck.spec.log import (assign_0_11, assign_2_1, end_offset_for_0_11, end_offset_for_2_0,
                               end_offset_for_2_1, truncate)
-from hwcheck.spec.modes import ALIASES, LADDER, MODES, TRUNCATING, TRUNCATING_AGAIN, follower_truncation
+from hwcheck.spec.modes import ALIASES, LADDER, MODES, TRUNCATING, TRUNCATING_AGAIN, follower_truncation, lineage
 from hwcheck.spec.state import FETCH, UNDEFINED as U, Fetch
 
 from .conftest import run_labels
@@ -88,7 +90,15 @@ def test_truncation_at_the_leo_trims_the_cache_only_from_2_8():
 
 def test_the_ladder():
     assert [m.name for m in LADDER] == ["hw", "kip101", "kip279", "kip320", "kip380", "kafka10706", "kafka10554",
-                                        "kafka13141", "kip903", "kafka15583", "kip966", "kafka19522"]
+                                        "kafka13141", "kip903", "kafka15583", "kafka18991", "kip966",
+                                        "kafka18991-4.0", "kafka19522"]
+    # a tree of release lines: 3.9.1 and 4.0.0 both grow from 3.9.0, 4.1+ from 4.0.1
+    parents = {m.name: m.parent for m in LADDER}
+    assert parents["hw"] == "" and parents["kafka18991"] == parents["kip966"] == "kafka15583"
+    assert parents["kafka18991-4.0"] == "kip966" and parents["kafka19522"] == "kafka18991-4.0"
+    assert all(parents[m.name] == LADDER[i - 1].name for i, m in enumerate(LADDER)
+               if i and m.name not in ("kip966", "kafka18991-4.0"))
+    assert [m.name for m in lineage(MODES["kafka18991"])][-3:] == ["kip903", "kafka15583", "kafka18991"]
     assert ALIASES["epoch"] == LADDER[-1].name and Config(mode="epoch").mode == "kafka19522"
     assert Config(mode="kip320").mode == "kip320"
     hw, k101, k279, k320, k380 = LADDER[:5]
@@ -97,18 +107,26 @@ def test_the_ladder():
     assert all(m.assign is assign_2_1 and m.end_offset_for is end_offset_for_2_1 for m in LADDER[5:])
     assert [m.end_offset_for for m in LADDER[1:5]] == [end_offset_for_0_11, end_offset_for_2_0,
                                                         end_offset_for_2_1, end_offset_for_2_1]
-    assert [m.fenced for m in LADDER] == [False, False, False, True] + [True] * 8
-    assert [m.restart_after_detection for m in LADDER] == [False] * 4 + [True] * 8
-    assert [m.trim_cache_at_leo for m in LADDER] == [False] * 5 + [True] * 7     # KAFKA-10706: 2.6.1/2.7.0
-    rules = {"truncate_on_fetch": [0] * 6 + [1] * 6,
-             "diverging_fetch_updates_follower": [0] * 6 + [1] + [0] * 5,      # KAFKA-13141: 2.8.0 only
-             "hw_before_truncation": [0] * 6 + [1, 1] + [0] * 4,              # KAFKA-14704: to 3.4.0
-             "broker_epochs": [0] * 8 + [1] * 4, "isr_only_live": [0] * 8 + [1] * 4,
-             "isr_removal_bumps_epoch": [1] * 8 + [0] * 4,
-             "strict_min_isr": [0] * 9 + [1] * 3, "elr": [0] * 10 + [1] * 2,
-             "elect_fenced_last_leader": [0] * 10 + [1, 0]}                  # KAFKA-19522: 4.0
+    assert [m.fenced for m in LADDER] == [False, False, False, True] + [True] * 10
+    assert [m.restart_after_detection for m in LADDER] == [False] * 4 + [True] * 10
+    assert [m.trim_cache_at_leo for m in LADDER] == [False] * 5 + [True] * 9     # KAFKA-10706: 2.6.1/2.7.0
+    rules = {"truncate_on_fetch": [0] * 6 + [1] * 8,
+             "diverging_fetch_updates_follower": [0] * 6 + [1] + [0] * 7,      # KAFKA-13141: 2.8.0 only
+             "hw_before_truncation": [0] * 6 + [1, 1] + [0] * 6,              # KAFKA-14704: to 3.4.0
+             "accept_old_epoch_response": [0] * 6 + [1] * 4 + [0, 1, 0, 0],   # KAFKA-18991: to 3.9.0, 4.0.0
+             "broker_epochs": [0] * 8 + [1] * 6, "isr_only_live": [0] * 8 + [1] * 6,
+             "isr_removal_bumps_epoch": [1] * 8 + [0] * 6,
+             "strict_min_isr": [0] * 9 + [1] * 5, "elr": [0] * 11 + [1] * 3,
+             "elect_fenced_last_leader": [0] * 11 + [1, 1, 0]}               # KAFKA-19522: 4.0
     for rule, values in rules.items():
         assert [int(getattr(m, rule)) for m in LADDER] == values, rule
+    # every mode but the root moves at least one rule of its parent
+    for m in LADDER[1:]:
+        parent = MODES[m.parent]
+        moved = {f.name for f in dataclasses.fields(m)
+                 if f.name not in ("name", "kafka", "changes", "summary", "parent")
+                 and getattr(m, f.name) != getattr(parent, f.name)}
+        assert moved, m.name
     for m in LADDER:
         assert m.kafka and m.changes
         assert all("@" in c.source or "#" in c.source for c in m.changes), m.name

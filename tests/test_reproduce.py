@@ -29,7 +29,9 @@ def _plan(doc):
 
 def test_every_release_names_a_mode_and_a_line_picks_its_newest():
     assert all(r.mode in MODES for r in RELEASES)
-    assert [r.version for r in releases_of("kip966")] == ["4.0.0", "4.0.1"]
+    assert [r.version for r in releases_of("kip966")] == ["4.0.0"]
+    # KAFKA-18991's fix: 3.9.1 and 4.0.1 each follow the mode that takes it on their line
+    assert (release("3.9.1").mode, release("4.0.1").mode) == ("kafka18991", "kafka18991-4.0")
     assert release("4.0").version == "4.0.1" and release("2.6.0").metadata == "zookeeper"
     with pytest.raises(UnknownRelease, match="3.4.1-3.5.x: no mode covers it yet"):
         release("3.5.0")

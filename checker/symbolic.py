@@ -250,6 +250,9 @@ class Encoding:
         # ever truncates by OffsetsForLeaderEpoch (truncating stays FETCHING)
         self.tof = mode.truncate_on_fetch
         self.truncates = mode.epochs and not self.tof
+        # KAFKA-18991 (accept_old_epoch_response): a stale slot may hold a FetchResponse that waits for
+        # an old leader's fetcher thread (spec/actions.py _leave_fetcher), in an SMsg's slots and more
+        self.parks = self.tof and mode.accept_old_epoch_response
         # a broker epoch counts a broker's registrations after a restart: at most one per stop
         self.max_broker_epoch = cfg.crashes + cfg.power_failures
         self.instances: List[Tuple] = []
@@ -299,7 +302,8 @@ class Encoding:
                           I(f"{p}m{f}start"), pairs(f"{p}m{f}recs", L),
                           I(f"{p}m{f}c") if tof else 0, I(f"{p}m{f}d") if tof else 0) for f in range(n))
         stale = tuple(SStale(I(f"{p}o{f}kind"), I(f"{p}o{f}peer"), I(f"{p}o{f}a"), I(f"{p}o{f}b"),
-                             I(f"{p}o{f}c") if tof else 0, I(f"{p}o{f}d") if tof else 0)
+                             I(f"{p}o{f}c") if tof else 0, I(f"{p}o{f}d") if tof else 0,
+                             *((I(f"{p}o{f}start"), pairs(f"{p}o{f}recs", L), I(f"{p}o{f}e")) if self.parks else ()))
                       for f in range(n))
         hist = SHist(I(f"{p}h_produced"), tuple(I(f"{p}h_acked{j}") for j in range(L)),
                      tuple(I(f"{p}h_exposed{j}") for j in range(L)), I(f"{p}h_xlen"), I(f"{p}h_crashes"),
@@ -342,7 +346,17 @@ class Encoding:
                 msgs.append(SMsg(FETCH_RESPONSE, m.leader, m.hw, m.leader_leo, start, slots(m.records, L, start), *cd))
             else:   # Fetch, EpochRequest, EpochResponse: their fields in the slots a b (c d)
                 msgs.append(SMsg(m.kind, m.leader, m[2], m[3], 0, (ZERO,) * L, *(m[4:6] if self.tof else ())))
-        stale = tuple(SStale(*(m if self.tof else m[:4])) if m else self.no_stale() for m in s.stale)
+        stale = []
+        for m in s.stale:
+            if not m:
+                stale.append(self.no_stale())
+            elif m.kind == FETCH_RESPONSE:       # waiting for an old leader's fetcher thread (KAFKA-18991)
+                start = m.leader_leo - len(m.records)
+                stale.append(SStale(FETCH_RESPONSE, m.leader, m.hw, m.leader_leo, m.diverging_epoch,
+                                    m.diverging_end_offset, start, slots(m.records, L, start), m.fetch_offset))
+            else:
+                stale.append(SStale(*(m if self.tof else m[:4]), *self._no_response()))
+        stale = tuple(stale)
         h = s.history
         if len(h.exposed) > L:
             raise ValueError("state does not fit the encoding's bounds")
@@ -383,8 +397,10 @@ class Encoding:
                 inflight.append(EpochRequest(EPOCH_REQUEST, m.leader, m.current_leader_epoch, m.requested_epoch))
             else:
                 inflight.append(EpochResponse(EPOCH_RESPONSE, m.leader, m.epoch, m.end_offset))
-        stale = tuple(() if m.kind == NO_MESSAGE else Fetch(FETCH, m.leader, m.current_leader_epoch, m.fetch_offset,
-                                                        *extra(m)) for m in v.stale)
+        stale = tuple(() if m.kind == NO_MESSAGE else
+                      FetchResponse(FETCH_RESPONSE, m.leader, tuple(m.recs[m.start:m.b]), m.a, m.b, m.c, m.d, m.e)
+                      if m.kind == FETCH_RESPONSE else
+                      Fetch(FETCH, m.leader, m.current_leader_epoch, m.fetch_offset, *extra(m)) for m in v.stale)
         h, c = v.hist, v.ctl
         ctl = Controller(c.leader, c.epoch, mask(c.isr), mask(c.live), tuple(c.broker_epochs), mask(c.elr), mask(c.last_known_elr))
         return State(tuple(reps), ctl, tuple(inflight), stale,
@@ -493,10 +509,22 @@ class Encoding:
         return self.o.And(self._rng(m.c, UNDEFINED, self.cfg.max_epoch), be)
 
     def _wf_stale(self, m: SStale):
-        o, rng = self.o, self._rng
-        return o.If(m.kind == NO_MESSAGE, o.And(m.peer == 0, m.a == 0, m.b == 0, m.c == 0, m.d == 0),
-                    o.And(m.kind == FETCH, rng(m.peer, 0, self.n - 1), rng(m.a, 0, self.cfg.max_epoch),
-                          rng(m.b, 0, self.L), self._fetch_cd(m)))
+        o, rng, L = self.o, self._rng, self.L
+        fetch = o.And(m.kind == FETCH, rng(m.peer, 0, self.n - 1), rng(m.a, 0, self.cfg.max_epoch),
+                      rng(m.b, 0, L), self._fetch_cd(m))
+        if not self.parks:
+            return o.If(m.kind == NO_MESSAGE, o.And(m.peer == 0, m.a == 0, m.b == 0, m.c == 0, m.d == 0), fetch)
+        no_response = o.And(m.start == 0, m.e == 0, *[self._zero(e) for e in m.recs])
+        low_hw = UNDEFINED if self.mode.hw_before_truncation else 0
+        recs_ok = o.And(*[o.If(o.And(m.start <= j, j < m.b), self._entry_ok(e), self._zero(e))
+                          for j, e in enumerate(m.recs)])
+        response = o.And(m.kind == FETCH_RESPONSE, rng(m.peer, 0, self.n - 1), rng(m.a, low_hw, L), rng(m.b, 0, L),
+                         rng(m.start, 0, L), m.start <= m.b, recs_ok,
+                         o.Or(o.And(m.c == UNDEFINED, m.d == UNDEFINED), o.And(rng(m.c, 0, self.cfg.max_epoch),
+                                                                               rng(m.d, 0, L))),
+                         rng(m.e, 0, L))
+        return o.If(m.kind == NO_MESSAGE, o.And(m.peer == 0, m.a == 0, m.b == 0, m.c == 0, m.d == 0, no_response),
+                    o.Or(o.And(fetch, no_response), response))
 
     def _wf_hist(self, h: SHist):
         o, L, cfg, rng = self.o, self.L, self.cfg, self._rng
@@ -524,9 +552,12 @@ class Encoding:
     def no_message(self) -> SMsg:
         return SMsg(NO_MESSAGE, 0, 0, 0, 0, (ZERO,) * self.L)
 
-    @staticmethod
-    def no_stale() -> SStale:
-        return SStale(NO_MESSAGE, 0, 0, 0)
+    def no_stale(self) -> SStale:
+        return SStale(NO_MESSAGE, 0, 0, 0, 0, 0, *self._no_response())
+
+    def _no_response(self) -> tuple:
+        """The slots a stale Fetch leaves empty where a waiting FetchResponse may stand (KAFKA-18991)."""
+        return (0, (ZERO,) * self.L, 0) if self.parks else ()
 
     def set_stale(self, s: SState, f: int, m: SStale) -> SState:
         return s._replace(stale=s.stale[:f] + (m,) + s.stale[f + 1:])
@@ -731,14 +762,15 @@ class Encoding:
         unless it already has one."""
         o, m, old = self.o, s.msgs[f], s.stale[f]
         keep = o.And(m.kind == FETCH, old.kind == NO_MESSAGE)
-        s = self.set_stale(s, f, ite(o, keep, SStale(FETCH, m.peer, m.a, m.b, m.c, m.d), old))
+        s = self.set_stale(s, f, ite(o, keep, SStale(FETCH, m.peer, m.a, m.b, m.c, m.d, *self._no_response()), old))
         return self.send(s, f, self.no_message())
 
     def _drop_messages_to(self, s: SState, r: int) -> SState:
         """actions._drop_messages_to: messages to or from r are lost; r's own Fetch outlives it."""
         o = self.o
         msgs = tuple(ite(o, o.And(m.kind != NO_MESSAGE, m.peer == r), self.no_message(), m) for m in s.msgs)
-        stale = tuple(ite(o, o.And(m.kind != NO_MESSAGE, m.peer == r), self.no_stale(), m) for m in s.stale)
+        stale = tuple(ite(o, o.And(m.kind != NO_MESSAGE, o.Or(m.peer == r, m.kind == FETCH_RESPONSE if f == r else False)),
+                          self.no_stale(), m) for f, m in enumerate(s.stale))
         return self.abandon(s._replace(msgs=msgs, stale=stale), r)
 
     def stop(self, s: SState, r: int, rep: SRep) -> SState:
@@ -770,7 +802,7 @@ class Encoding:
                     continue
                 log = s.reps[f].log
                 below = tuple(o.If(new.b > 0, o.select([e[k] for e in log], new.b - 1), UNDEFINED) for k in (0, 1))
-                sentry.append(tuple(o.If(new.kind == NO_MESSAGE, UNDEFINED,
+                sentry.append(tuple(o.If(new.kind != FETCH, UNDEFINED,
                                          o.If(old.kind != NO_MESSAGE, h.stale_entry[f][k], below[k]))
                                     for k in (0, 1)))
             h = h._replace(stale_entry=tuple(sentry))

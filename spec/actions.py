@@ -31,7 +31,7 @@ from .modes import FETCHING, TRUNCATING, TRUNCATING_AGAIN, Mode, follower_trunca
 from .state import (EPOCH_REQUEST, EPOCH_RESPONSE, FETCH, FETCH_RESPONSE, FOLLOWER, LEADER, NO_MESSAGE, NONE,
                     PREFERRED, UNDEFINED, Controller, EpochRequest, EpochResponse, Fetch, FetchResponse, History,
                     Message, Replica, State, in_office)
-from .terms import ZERO, SCtl, SMsg, SRep, SState, equal, in_office_terms, ite, tmin
+from .terms import ZERO, SCtl, SMsg, SRep, SStale, SState, equal, in_office_terms, ite, tmin
 
 
 class Rules(NamedTuple):
@@ -102,11 +102,40 @@ def _abandon(s: State, f: int) -> State:
     return State(s.replicas, s.controller, s.inflight[:f] + ((),) + s.inflight[f + 1:], stale, s.history)
 
 
+def _leave_fetcher(s: State, rules: Rules, f: int) -> State:
+    """f's fetcher lets go of its leader (a LeaderAndIsr made f leader, or made it follow another
+    leader, or the same one at a new epoch): ``_abandon``. Before KAFKA-18991's fix a response already
+    on its way is not lost with it: it is owed to the fetcher thread of the old leader, which the
+    broker's other partitions keep running, and that thread handles it if f's partition is back on
+    it with the same fetch offset when it arrives (``follower_handle_old_response``). The model keeps
+    one such response, in f's stale slot (when free), with that fetch offset: f's LEO, which only
+    f's fetcher moves while its Fetch is out."""
+    msg = s.inflight[f]
+    if not (rules.mode.accept_old_epoch_response and msg and msg.kind == FETCH_RESPONSE and not s.stale[f]):
+        return _abandon(s, f)
+    waiting = msg._replace(fetch_offset=s.replicas[f].leo)
+    return State(s.replicas, s.controller, s.inflight[:f] + ((),) + s.inflight[f + 1:],
+                 s.stale[:f] + (waiting,) + s.stale[f + 1:], s.history)
+
+
+def _leave_fetcher_terms(enc, s: SState, f: int) -> SState:
+    """The z3 twin of ``_leave_fetcher``: a FetchResponse in flight waits in the stale slot (when free)
+    with f's LEO as its fetch offset, in the modes with ``accept_old_epoch_response``."""
+    if not enc.parks:
+        return enc.abandon(s, f)
+    o, m, old = enc.o, s.msgs[f], s.stale[f]
+    waiting = SStale(FETCH_RESPONSE, m.peer, m.a, m.b, m.c, m.d, m.start, m.recs, s.reps[f].leo)
+    waits = o.And(m.kind == FETCH_RESPONSE, old.kind == NO_MESSAGE)
+    return ite(o, waits, enc.send(enc.set_stale(s, f, waiting), f, enc.no_message()), enc.abandon(s, f))
+
+
 def _drop_messages_to(s: State, r: int) -> State:
     """Messages to or from a broker that stops are lost: requests waiting at it, responses it
-    sent; its own outstanding Fetch outlives it (``_abandon``)."""
+    sent, a response its fetchers still waited for; its own outstanding Fetch outlives it
+    (``_abandon``)."""
     inflight = tuple(() if (m and m.leader == r) else m for m in s.inflight)
-    stale = tuple(() if (m and m.leader == r) else m for m in s.stale)
+    stale = tuple(() if (m and (m.leader == r or (f == r and m.kind == FETCH_RESPONSE))) else m
+                  for f, m in enumerate(s.stale))
     return _abandon(State(s.replicas, s.controller, inflight, stale, s.history), r)
 
 
@@ -172,7 +201,7 @@ def dated(action):
 
 def _stale_entry(s: State, nxt: State, f: int):
     m = nxt.stale[f]
-    if not m:
+    if not m or m.kind != FETCH:       # (a response waiting for an old leader's fetcher dates nothing)
         return NO_ENTRY
     if s.stale[f]:                       # the same stale Fetch (a second one is lost: _abandon)
         return s.history.stale_entry[f]
@@ -222,6 +251,9 @@ def send_fetch(s: State, rules: Rules, f: int) -> Optional[State]:
     if not (rep.alive and rep.role == FOLLOWER and not rep.truncating and not s.inflight[f]
             and s.replicas[rep.leader].alive):
         return None
+    waiting = s.stale[f]
+    if waiting and waiting.kind == FETCH_RESPONSE and waiting.leader == rep.leader:
+        return None          # that leader's fetcher thread still waits for its old response
     if not rules.mode.truncate_on_fetch:
         return _send(s, f, Fetch(FETCH, rep.leader, rep.leader_epoch, rep.leo))
     # 2.8+ (KAFKA-10554): the Fetch also carries the epoch of the follower's last fetched batch, the
@@ -236,6 +268,8 @@ def send_fetch_terms(enc, s, f):
     o, rep = enc.o, s.reps[f]
     guard = o.And(rep.alive, rep.role == FOLLOWER, rep.truncating == FETCHING, s.msgs[f].kind == NO_MESSAGE,
                   enc.leader_alive(s, rep))
+    if enc.parks:            # actions.send_fetch: that leader's fetcher thread still waits for its old response
+        guard = o.And(guard, o.Not(o.And(s.stale[f].kind == FETCH_RESPONSE, s.stale[f].peer == rep.leader)))
     # truncation on fetch: the last fetched epoch and (KIP-903) the broker epoch (actions.send_fetch)
     cd = () if not enc.tof else \
         (enc.latest_epoch(rep), s.ctl.broker_epochs[f] if enc.mode.broker_epochs else 0)
@@ -366,7 +400,7 @@ def leader_handle_stale_fetch(s: State, rules: Rules, l: int, f: int) -> Optiona
     leader epoch) and handles it as any fetch; the response goes nowhere (the connection is gone, or
     f's fetcher ignores it). A request the leader refuses just disappears."""
     msg = s.stale[f]
-    if not (msg and msg.leader == l):
+    if not (msg and msg.kind == FETCH and msg.leader == l):
         return None
     s = State(s.replicas, s.controller, s.inflight, s.stale[:f] + ((),) + s.stale[f + 1:], s.history)
     if _accepts(rules, s.replicas[l], msg.current_leader_epoch):
@@ -378,7 +412,7 @@ def leader_handle_stale_fetch_terms(enc, s, l, f):
     """The z3 twin of ``leader_handle_stale_fetch``: (guard, next state) over the encoding's terms
     (checker/symbolic.py)."""
     o, m = enc.o, s.stale[f]
-    guard = o.And(m.kind != NO_MESSAGE, m.peer == l)
+    guard = o.And(m.kind == FETCH, m.peer == l)
     t = enc.set_stale(s, f, enc.no_stale())
     read, _ = _read_for_follower_terms(enc, t, l, f, m)
     return guard, ite(o, enc.accepts(t.reps[l], m.a), read, t)
@@ -421,6 +455,38 @@ def follower_handle_fetch_terms(enc, s, f):
     if enc.tof:                      # actions.follower_handle_fetch: a diverging answer truncates
         t = ite(o, m.c != UNDEFINED, _truncate_on_fetch_response_terms(enc, s, f), t)
     return guard, t
+
+
+def follower_handle_old_response(s: State, rules: Rules, f: int) -> Optional[State]:
+    """KAFKA-18991 (2.8.0 to 3.9.0, and 4.0.0): the response an old leader's fetcher thread waited
+    for arrives (``_leave_fetcher``). ``AbstractFetcherThread.processFetchRequest @3.9.0`` handles it
+    when f's partition is on that thread again (f follows that leader and fetches) at the same fetch
+    offset, whatever leader epoch it was answered at: records, HW and diverging epoch of the old
+    epoch land in the new one. Otherwise the thread finds no such fetch state and ignores it. From
+    the fix (3.9.1, 4.0.1) the leader epoch must match too, and it has moved: no response is kept."""
+    msg = s.stale[f]
+    if not (msg and msg.kind == FETCH_RESPONSE):
+        return None
+    rep = s.replicas[f]
+    s = State(s.replicas, s.controller, s.inflight, s.stale[:f] + ((),) + s.stale[f + 1:], s.history)
+    if not (rep.role == FOLLOWER and rep.leader == msg.leader and rep.truncating == FETCHING
+            and rep.leo == msg.fetch_offset and rep.epoch_cache and not s.inflight[f]):
+        return s
+    return follower_handle_fetch(_send(s, f, msg._replace(fetch_offset=UNDEFINED)), rules, f)
+
+
+def follower_handle_old_response_terms(enc, s, f):
+    """The z3 twin of ``follower_handle_old_response``: (guard, next state) over the encoding's terms
+    (checker/symbolic.py)."""
+    if not enc.parks:
+        return False, s
+    o, m, rep = enc.o, s.stale[f], s.reps[f]
+    cleared = enc.set_stale(s, f, enc.no_stale())
+    matches = o.And(rep.role == FOLLOWER, rep.leader == m.peer, rep.truncating == FETCHING, rep.leo == m.e,
+                    rep.clen > 0, s.msgs[f].kind == NO_MESSAGE)
+    handed = enc.send(cleared, f, SMsg(FETCH_RESPONSE, m.peer, m.a, m.b, m.start, m.recs, m.c, m.d))
+    handles, t = follower_handle_fetch_terms(enc, handed, f)
+    return o.And(m.kind == FETCH_RESPONSE, o.Or(o.Not(matches), handles)), ite(o, matches, t, cleared)
 
 
 def _exit_on_out_of_range(s: State, rules: Rules, f: int) -> Optional[State]:
@@ -1014,7 +1080,7 @@ def become_leader(s: State, rules: Rules, r: int) -> Optional[State]:
         epochs = (UNDEFINED,) * rules.n if rules.mode.broker_epochs else ()
     rep = rep._replace(role=LEADER, leader_epoch=c.epoch, leader=r, isr=c.isr, truncating=FETCHING,
                        remote_leo=remote, remote_broker_epoch=epochs, epoch_cache=cache)
-    s = _abandon(_set(s, r, rep), r)
+    s = _leave_fetcher(_set(s, r, rep), rules, r)
     return advance_hw(s, r, rules)
 
 
@@ -1031,7 +1097,7 @@ def become_leader_terms(enc, s, r):
     rbe = ite(o, rep.role == LEADER, rep.remote_broker_epoch, (UNDEFINED,) * len(rep.remote_broker_epoch))
     new = rep._replace(role=LEADER, leader_epoch=c.epoch, leader=r, isr=c.isr, truncating=FETCHING, remote_leo=remote,
                        remote_broker_epoch=rbe, epoch_cache=cache, clen=clen)
-    return guard, enc.advance_hw(enc.abandon(enc.set_replica(s, r, new), r), r)
+    return guard, enc.advance_hw(_leave_fetcher_terms(enc, enc.set_replica(s, r, new), r), r)
 
 
 def become_follower(s: State, rules: Rules, r: int) -> Optional[State]:
@@ -1058,7 +1124,7 @@ def become_follower(s: State, rules: Rules, r: int) -> Optional[State]:
         rep = rep._replace(truncating=FETCHING)
     else:
         rep = rep._replace(truncating=TRUNCATING if rep.epoch_cache else FETCHING)
-    return _abandon(_set(s, r, rep), r)
+    return _leave_fetcher(_set(s, r, rep), rules, r)
 
 
 def _keeps_old_epoch_message(s: State, r: int, new: Replica) -> bool:
@@ -1085,7 +1151,7 @@ def become_follower_terms(enc, s, r):
         new = new._replace(truncating=FETCHING)
     else:
         new = new._replace(truncating=o.If(new.clen > 0, TRUNCATING, FETCHING))
-    follow = enc.abandon(enc.set_replica(s, r, new), r)
+    follow = _leave_fetcher_terms(enc, enc.set_replica(s, r, new), r)
     if enc.tof and enc.mode.accept_old_epoch_response:
         # actions._keeps_old_epoch_message (KAFKA-18991): the same leader's Fetch or answer stays r's
         keeps = o.And(s.msgs[r].kind != NO_MESSAGE, rep.role == FOLLOWER, rep.leader == c.leader, new.clen > 0)
@@ -1169,6 +1235,7 @@ ACTIONS = (
     ("leader_handle_fetch", leader_handle_fetch, 2),
     ("leader_handle_stale_fetch", leader_handle_stale_fetch, 2),
     ("follower_handle_fetch", follower_handle_fetch, 1),
+    ("follower_handle_old_response", follower_handle_old_response, 1),
     ("send_epoch_request", send_epoch_request, 1),
     ("leader_handle_epoch_request", leader_handle_epoch_request, 2),
     ("follower_handle_epoch_response", follower_handle_epoch_response, 1),
@@ -1198,6 +1265,7 @@ TERMS = {
     "leader_handle_fetch": leader_handle_fetch_terms,
     "leader_handle_stale_fetch": leader_handle_stale_fetch_terms,
     "follower_handle_fetch": follower_handle_fetch_terms,
+    "follower_handle_old_response": follower_handle_old_response_terms,
     "send_epoch_request": send_epoch_request_terms,
     "leader_handle_epoch_request": leader_handle_epoch_request_terms,
     "follower_handle_epoch_response": follower_handle_epoch_response_terms,
@@ -1226,6 +1294,7 @@ EVENTS = frozenset({"crash", "power_fail", "lose_disk", "controlled_shutdown",
 
 EPOCH_ONLY = {"send_epoch_request", "leader_handle_epoch_request", "follower_handle_epoch_response"}
 POWER_ONLY = {"power_fail", "flush"}
+OLD_RESPONSE_ONLY = {"follower_handle_old_response"}     # the modes with accept_old_epoch_response
 DISK_ONLY = {"lose_disk"}
 
 

@@ -14,7 +14,7 @@ import re
 from dataclasses import replace
 from typing import Callable, Iterator, List, Tuple
 
-from .actions import ACTIONS, DISK_ONLY, EPOCH_ONLY, EVENTS, POWER_ONLY, Rules, dated, initial_state
+from .actions import ACTIONS, DISK_ONLY, EPOCH_ONLY, EVENTS, OLD_RESPONSE_ONLY, POWER_ONLY, Rules, dated, initial_state
 from .config import Config, ConfigError
 from . import render, renaming
 from .invariants import invariants_for
@@ -66,6 +66,8 @@ class Model:
             if name in POWER_ONLY and not cfg.power_failures:
                 continue
             if name in DISK_ONLY and not cfg.disk_losses:
+                continue
+            if name in OLD_RESPONSE_ONLY and not (mode.accept_old_epoch_response and mode.truncate_on_fetch):
                 continue
             args = [(r,) for r in range(n)] if arity == 1 else [(a, b) for a in range(n) for b in range(n) if a != b]
             actions.append((name, fn, args))
@@ -217,6 +219,8 @@ def _message_json(msg: Message, names: List[str], on_fetch: bool) -> dict:
         out.update(records=[{"record": r, "epoch": e} for r, e in msg.records], hw=msg.hw, leader_leo=msg.leader_leo)
         if msg.diverging_epoch != UNDEFINED:
             out.update(diverging_epoch={"epoch": msg.diverging_epoch, "end_offset": msg.diverging_end_offset})
+        if msg.fetch_offset != UNDEFINED:         # waiting in an old leader's fetcher thread (KAFKA-18991)
+            out.update(fetch_offset=msg.fetch_offset)
     elif msg.kind == EPOCH_REQUEST:
         out.update(current_leader_epoch=msg.current_leader_epoch, requested_epoch=msg.requested_epoch)
     else:

@@ -55,6 +55,9 @@ class FetchResponse(NamedTuple):
     # truncation on fetch (2.7+): the diverging epoch and its end offset (UNDEFINED when the logs agree)
     diverging_epoch: int = UNDEFINED
     diverging_end_offset: int = UNDEFINED
+    # while it waits in the old leader's fetcher thread (``State.stale``, KAFKA-18991 modes): the
+    # fetch offset of the Fetch it answers, which the fetcher compares with its fetch state's
+    fetch_offset: int = UNDEFINED
 
 
 class EpochRequest(NamedTuple):
@@ -139,7 +142,10 @@ class State(NamedTuple):
     replicas: Tuple[Replica, ...]
     controller: Controller
     inflight: Tuple[tuple, ...]  # per follower: () or its one outstanding request/response
-    stale: Tuple[tuple, ...]     # per follower: () or one Fetch its sender has since abandoned
+    # per follower: () or one Fetch its sender has since abandoned; in the KAFKA-18991 modes also a
+    # FetchResponse its fetcher left behind when it moved off that leader, which the fetcher thread
+    # of that leader still waits for (``follower_handle_old_response``)
+    stale: Tuple[tuple, ...]
     history: History
 
 

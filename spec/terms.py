@@ -124,13 +124,19 @@ class SMsg(NamedTuple):
 
 
 class SStale(NamedTuple):
-    """A Fetch its sender abandoned (spec/state.py ``State.stale``), read by the Fetch's field names."""
-    kind: object        # NO_MESSAGE or FETCH
-    peer: object        # the leader it was sent to
+    """A Fetch its sender abandoned (spec/state.py ``State.stale``), read by the Fetch's field names;
+    in the KAFKA-18991 modes also a FetchResponse waiting for an old leader's fetcher thread, in the
+    slots of an SMsg (``a`` its HW, ``b`` the leader's LEO, ``start``, ``recs``, ``c d`` its diverging
+    epoch) and ``e``, the fetch offset it answers."""
+    kind: object        # NO_MESSAGE, FETCH, or (accept_old_epoch_response) FETCH_RESPONSE
+    peer: object        # the leader it was sent to (a response: the leader that sent it)
     a: object           # its current leader epoch
     b: object           # its fetch offset
     c: object = 0       # truncate_on_fetch: its last fetched epoch
     d: object = 0       # truncate_on_fetch: its broker epoch
+    start: object = 0   # a waiting FetchResponse only (else 0): as SMsg
+    recs: tuple = ()    # a waiting FetchResponse only (else empty slots): as SMsg
+    e: object = 0       # a waiting FetchResponse only (else 0): the fetch offset of the Fetch it answers
 
     leader = property(lambda m: m.peer)
     current_leader_epoch = property(lambda m: m.a)

@@ -1,7 +1,10 @@
 """One rule at a time: the HW/LEO rules of the articles and the guards that must refuse."""
 
+from pathlib import Path
+
 import pytest
 
+from hwcheck.checker.trace import differential, load_itf, replay
 from hwcheck.spec import Config, ConfigError, Model
 from hwcheck.spec.actions import advance_hw
 from hwcheck.spec.state import FETCH, FETCH_RESPONSE, FOLLOWER, LEADER, NONE, UNDEFINED, Fetch, FetchResponse
@@ -274,6 +277,55 @@ def test_an_answer_of_the_old_epoch_is_handled_only_before_kafka_18991s_fix(mode
         assert model.step(t, FH1) is None
     elsewhere = bumped._replace(controller=bumped.controller._replace(leader=2))
     assert model.step(elsewhere, ("become_follower", 1)).inflight[1] == ()
+
+
+@pytest.mark.parametrize("mode, waits", [("kafka10554", True), ("kafka15583", True), ("kip966", True),
+                                         ("kafka18991", False), ("kafka18991-4.0", False), ("kafka19522", False)])
+def test_an_old_leaders_answer_waits_for_its_fetcher_thread_only_before_kafka_18991s_fix(mode, waits):
+    """r1 becomes leader with r0's answer in flight. Until 3.9.1/4.0.1 the answer waits for r0's
+    fetcher thread (the stale slot, with the fetch offset it answers); it blocks r1's next Fetch to
+    r0 while r1 follows r0, is handled if r1 follows r0 again at that offset, and ignored otherwise.
+    A stop of r0 (the connection) or of r1 (the process) loses it. From the fix it is dropped."""
+    model = Model(Config(mode=mode, replicas=3))
+    s = run_labels(model, [P0, SF1, LH01, FH1, P0, SF1, LH01])[-1]
+    answer = s.inflight[1]
+    c = s.controller._replace(leader=1, epoch=1)
+    led = model.step(s._replace(controller=c), ("become_leader", 1))
+    assert led.inflight[1] == ()
+    assert led.stale[1] == (answer._replace(fetch_offset=1) if waits else ())
+    if not waits:
+        assert ("follower_handle_old_response", 1) not in [label for label, _ in model.successors(led)]
+        return
+    assert model.step(led, ("follower_handle_old_response", 1)).stale[1] == ()       # r1 leads: ignored
+    assert model.step(led, ("crash", 1)).stale[1] == () and model.step(led, ("crash", 0)).stale[1] == ()
+    back = model.step(led._replace(controller=c._replace(leader=0, epoch=2)), ("become_follower", 1))
+    assert back.stale[1] and model.step(back, SF1) is None          # r0's fetcher thread still waits
+    handled = model.step(back, ("follower_handle_old_response", 1))
+    assert handled.replicas[1].log == ((0, 0), (1, 0)) and handled.stale[1] == ()   # epoch 0's answer at epoch 2
+    moved = back._replace(replicas=back.replicas[:1] + (back.replicas[1]._replace(log=()),) + back.replicas[2:])
+    ignored = model.step(moved, ("follower_handle_old_response", 1))   # another fetch offset: no fetch state
+    assert ignored.replicas[1].log == () and ignored.stale[1] == ()
+
+
+CX = Path(__file__).resolve().parents[1] / "counterexamples"
+
+
+def test_kafka_18991_an_old_epochs_diverging_answer_removes_committed_records_until_the_fix():
+    """The curated trace (3 replicas, two session expiries and a crash, 38 steps, found by hand and
+    checked here): r1 takes r0's diverging answer of epoch 2 at epoch 4 and truncates the record the
+    HW exposed at epoch 3; r0 dies; r1, still in the ISR, is elected without it. 3.9.0 (kafka15583)
+    and 4.0.0 (kip966) take every step; 3.9.1, 4.0.1 and 4.1+ refuse the old answer at step 33."""
+    doc = load_itf((CX / "kafka15583-kafka-18991-old-epoch-response.itf.json").read_text())
+    done = replay(doc)
+    assert done.trace.steps == 38 and "ConsumerConsistency" in done.violated
+    assert done.trace.states[32].replicas[1].log == ((0, 1),) and done.trace.states[33].replicas[1].log == ()
+    assert done.trace.states[33].controller.isr >> 1 & 1 and done.trace.states[32].history.exposed == (0,)
+    for mode in ("kip966", "kip903"):
+        d = differential(doc, mode)
+        assert d.refused_at is None and (38, "ConsumerConsistency") in d.violated, mode
+    for mode in ("kafka18991", "kafka18991-4.0", "kafka19522"):
+        d = differential(doc, mode)
+        assert d.refused_at == 33 and "follower_handle_old_response(r1)" in d.refused_why and not d.violated
 
 
 def test_epoch_mode_new_leader_adds_cache_entry_on_taking_office(epoch_model):

@@ -202,6 +202,17 @@ FENCED_LAST_LEADER = [
 ]
 
 
+# KAFKA-18991's curated trace up to the step before r1 takes r0's old answer (kafka15583, 3 replicas)
+_OLD_ANSWER = load_itf((__import__("pathlib").Path(__file__).resolve().parents[1] / "counterexamples"
+                        / "kafka15583-kafka-18991-old-epoch-response.itf.json").read_text())
+OLD_ANSWER = [Model(Config(mode="kafka15583", replicas=3)).parse_label(st["#meta"]["action"]) for st in _OLD_ANSWER["states"][1:33]]
+OLD_ANSWER_KW = dict(replicas=3, records=2, crashes=3, max_epoch=5)
+
+
+def _waiting_answer(s):
+    return any(m and m[0] == 2 for m in s.stale)
+
+
 def _diverging_answer(s):
     return any(m and m[0] == 2 and m[5] != -1 for m in s.inflight)
 
@@ -218,7 +229,8 @@ def _last_known_only(s):
 @pytest.mark.parametrize("mode, labels, kw", [
     ("kafka10554", DIVERGING_FETCH, dict()), ("kafka13141", DIVERGING_FETCH, dict(power_failures=1)),
     ("kip903", DIVERGING_FETCH, dict()), ("kafka15583", DIVERGING_FETCH, dict(min_isr=2, acks="1")),
-    ("kip966", FENCED_LAST_LEADER, dict(crashes=3)), ("kafka19522", FENCED_LAST_LEADER, dict(unclean_election=True))])
+    ("kip966", FENCED_LAST_LEADER, dict(crashes=3)), ("kafka19522", FENCED_LAST_LEADER, dict(unclean_election=True)),
+    ("kafka15583", OLD_ANSWER, OLD_ANSWER_KW)])
 def test_encoding_agrees_near_the_gates_newest_traces(mode, labels, kw):
     """States a bfs prefix reaches rarely or not at all, around the rules of 2.8+: diverging Fetches
     and their answers (with the HW applied before the truncation up to 3.4), KIP-903's broker epochs,
@@ -238,6 +250,8 @@ def test_encoding_agrees_near_the_gates_newest_traces(mode, labels, kw):
     if mode_rules.strict_min_isr and model.cfg.min_isr == 2:      # a leader below min ISR holds its HW back
         assert any(rep.role == 1 and bin(rep.isr).count("1") < 2 and rep.hw < rep.leo for s in states
                    for rep in s.replicas)
+    if labels is OLD_ANSWER:              # answers waiting for an old leader's fetcher thread (KAFKA-18991)
+        assert sum(map(_waiting_answer, states)) > 50
     if labels is FENCED_LAST_LEADER:
         elections = [s for s in states if _last_known_only(s)
                      and any(label[0] == "elect_offline" for label, _ in model.successors(s))]
@@ -382,13 +396,15 @@ def test_z3_models_of_the_transition_relation_are_the_spec_successors(mode):
 
 
 @pytest.mark.parametrize("mode, labels, kw", [("kafka13141", DIVERGING_FETCH, dict()),
-                                               ("kip966", FENCED_LAST_LEADER, dict(crashes=3))])
+                                               ("kip966", FENCED_LAST_LEADER, dict(crashes=3)),
+                                               ("kafka15583", OLD_ANSWER, OLD_ANSWER_KW)])
 def test_z3_models_near_the_gates_newest_traces_are_the_spec_successors(mode, labels, kw):
-    """As above, on 40 states near the gate's newest traces that hold a diverging answer, a spent HW
-    or a last known leader with ISR and ELR empty (about 1 s each)."""
+    """As above, on 40 states near the gate's newest traces that hold a diverging answer, a spent HW,
+    an answer waiting for an old leader's fetcher thread (KAFKA-18991) or a last known leader with
+    ISR and ELR empty (about 1 s each)."""
     model = Model(Config(mode=mode, **kw))
     states = [s for s in near(model, run_labels(model, labels)[-1], 1500)
-              if _diverging_answer(s) or _hw_spent(s) or _last_known_only(s)]
+              if _diverging_answer(s) or _hw_spent(s) or _last_known_only(s) or _waiting_answer(s)]
     picked = random.Random(5).sample(states, min(40, len(states)))
     assert len(picked) >= 5 and _z3_successors_agree([(model, s) for s in picked]) == len(picked)
 

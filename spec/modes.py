@@ -117,8 +117,9 @@ class Mode:
     diverging_fetch_updates_follower: bool = False
     # the follower applies a diverging response's HW before it truncates (KAFKA-14704, 2.7-3.4)
     hw_before_truncation: bool = False
-    # a follower whose fetcher restarts at a new leader epoch with the same leader still handles the
-    # answer to its Fetch of the old epoch, when the fetch offset matches (KAFKA-18991, until 3.9.1/4.0.1)
+    # a fetcher handles the answer to a Fetch of an older leader epoch when its fetch state for that
+    # leader has the Fetch's offset: with the same leader at a new epoch the answer stays in flight;
+    # after another leader it waits for the old leader's fetcher thread (KAFKA-18991, until 3.9.1/4.0.1)
     accept_old_epoch_response: bool = False
     # the controller adds only unfenced brokers to the ISR (KIP-841, KRaft 3.3)
     isr_only_live: bool = False
@@ -252,11 +253,11 @@ KAFKA10554 = KAFKA10706.variant(
         Change("the leader takes a diverging Fetch's offset as the follower's LEO, so HW and ISR can "
                "move on records the follower lacks (the bug KAFKA-13141, fixed in 2.7.2/2.8.1/3.0.0)",
                "KAFKA-10554", "ReplicaManager.updateFollowerFetchState @2.8.0"),
-        Change("a follower that restarts its fetcher for a new leader epoch with the same leader starts "
-               "at once at its LEO, so the answer to its Fetch of the old epoch still matches the fetch "
-               "offset and is handled, records, HW and diverging epoch alike (the bug KAFKA-18991, fixed "
-               "in 3.9.1/4.0.1/4.1.0)", "KAFKA-10554",
-               "AbstractFetcherThread.partitionFetchState, processFetchRequest @2.8.0"),
+        Change("a follower's new fetch state starts at once at its LEO, so the answer to its Fetch of an "
+               "older leader epoch still matches the fetch offset and is handled, records, HW and "
+               "diverging epoch alike: with the same leader at once, after another leader when the old "
+               "leader's fetcher thread gets it (the bug KAFKA-18991, fixed in 3.9.1/4.0.1/4.1.0)",
+               "KAFKA-10554", "AbstractFetcherThread.partitionFetchState, processFetchRequest @2.8.0"),
     ))
 
 KAFKA13141 = KAFKA10554.variant(

@@ -22,7 +22,8 @@ from .state import UNDEFINED, State, leader_in_office
 # the controller's steps (controller_handle_failure, elect_offline, elect_preferred), produce,
 # flush, shrink_isr and leader_handle_stale_fetch are not fair (ISR expansion is part of
 # leader_handle_fetch, as in Kafka's fetch handler)
-FAIR_ACTIONS = ("send_fetch", "leader_handle_fetch", "follower_handle_fetch", "send_epoch_request",
+FAIR_ACTIONS = ("send_fetch", "leader_handle_fetch", "follower_handle_fetch", "follower_handle_old_response",
+                "send_epoch_request",
                 "leader_handle_epoch_request", "follower_handle_epoch_response", "reject_request",
                 "become_leader", "become_follower")
 

@@ -254,7 +254,7 @@ def test_from_2_8_a_restarted_follower_fetches_at_once_naming_its_last_epoch():
     assert not s.replicas[1].truncating
     assert s.inflight[1][:5] == (1, 0, 0, 1, 0)      # Fetch to r0, leader epoch 0, offset 1, last epoch 0
     s = model.step(s, ("leader_handle_fetch", 0, 1))
-    assert s.inflight[1][5:] == (UNDEFINED, UNDEFINED) and s.replicas[0].remote_leo[1] == 1
+    assert s.inflight[1][5:7] == (UNDEFINED, UNDEFINED) and s.replicas[0].remote_leo[1] == 1
 
 
 @pytest.mark.parametrize("mode, keeps", [("kafka13141", True), ("kafka15583", True), ("kip966", True),

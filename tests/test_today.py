@@ -80,10 +80,10 @@ def test_a_diverging_fetch_is_answered_with_the_epoch_and_no_records():
     s = model.init_states()[0]
     s = s._replace(replicas=(CRAFTED_LEADER, s.replicas[1]))
     after, diverged = _read_for_follower(s, model.rules, 0, 1, _fetch(4, 0))
-    assert diverged == (FETCH_RESPONSE, 0, (), 3, 5, 0, 3)
+    assert diverged == FetchResponse(FETCH_RESPONSE, 0, (), 3, 5, 0, 3)
     assert after == s                                                   # r1's fetch state untouched
     _, agreed = _read_for_follower(s, model.rules, 0, 1, _fetch(3, 0))
-    assert agreed[:5] == (FETCH_RESPONSE, 0, LEADER_LOG[3:], 3, 5) and agreed[5:] == (UNDEFINED, UNDEFINED)
+    assert agreed[:5] == (FETCH_RESPONSE, 0, LEADER_LOG[3:], 3, 5) and agreed[5:7] == (UNDEFINED, UNDEFINED)
     # before truncation on fetch neither the Fetch nor the response carries an epoch
     old = Model(Config(mode="kafka10706", records=len(LEADER_LOG)))
     _, plain = _read_for_follower(s, old.rules, 0, 1, Fetch(FETCH, 0, 2, 4))
@@ -92,7 +92,7 @@ def test_a_diverging_fetch_is_answered_with_the_epoch_and_no_records():
     # KAFKA-13141: in 2.8.0 the diverging offset 4 also becomes r1's LEO, and the HW moves over it
     buggy = Model(Config(mode="kafka10554", records=len(LEADER_LOG)))
     after, response = _read_for_follower(s, buggy.rules, 0, 1, _fetch(4, 0))
-    assert response == (FETCH_RESPONSE, 0, (), 4, 5, 0, 3) and after.replicas[0].remote_leo[1] == 4
+    assert response == FetchResponse(FETCH_RESPONSE, 0, (), 4, 5, 0, 3) and after.replicas[0].remote_leo[1] == 4
 
 
 def test_a_consistent_fetch_gets_records_through_the_model():
@@ -101,7 +101,7 @@ def test_a_consistent_fetch_gets_records_through_the_model():
                            ("follower_handle_fetch", 1), ("produce", 0), ("send_fetch", 1)])[-1]
     assert s.inflight[1] == (FETCH, 0, 0, 1, 0, 0)          # offset 1, last fetched epoch 0, broker epoch 0
     s = model.step(s, ("leader_handle_fetch", 0, 1))
-    assert s.inflight[1] == (FETCH_RESPONSE, 0, ((1, 0),), 1, 2, UNDEFINED, UNDEFINED)
+    assert s.inflight[1] == FetchResponse(FETCH_RESPONSE, 0, ((1, 0),), 1, 2, UNDEFINED, UNDEFINED)
     s = model.step(s, ("follower_handle_fetch", 1))
     assert s.replicas[1].log == ((0, 0), (1, 0)) and s.replicas[1].hw == 1
 
@@ -121,7 +121,7 @@ def test_kafka_13141_a_diverging_fetch_moves_the_follower_only_in_2_8_0():
         before, after = states[-2], states[-1]
         # r0 fetches from offset 1 naming epoch 0, which ends at 0 on r1 (r1's log starts at epoch 1)
         assert before.inflight[0][:5] == (FETCH, 1, 1, 1, 0)
-        assert after.inflight[0][:3] == (FETCH_RESPONSE, 1, ()) and after.inflight[0][5:] == (0, 0)
+        assert after.inflight[0][:3] == (FETCH_RESPONSE, 1, ()) and after.inflight[0][5:7] == (0, 0)
         assert after.replicas[1].remote_leo[0] == remote, mode
 
 
@@ -157,7 +157,7 @@ def test_kafka_14704_the_hw_lands_on_the_divergent_log_before_the_truncation():
     assert r0.log == ((0, 0),) and r0.hw == 1                 # the old record, under the leader's HW
     assert r1.log == ((1, 1),) and r1.hw == 1
     # the truncation is still to come: the response stays, its HW spent
-    assert states[-1].inflight[0] == (FETCH_RESPONSE, 1, (), UNDEFINED, 1, 0, 0)
+    assert states[-1].inflight[0] == FetchResponse(FETCH_RESPONSE, 1, (), UNDEFINED, 1, 0, 0)
     s = model.step(states[-1], ("follower_handle_fetch", 0))
     assert s.replicas[0].log == () and s.inflight[0] == () and not model.violated(s)
 

@@ -238,7 +238,7 @@ def test_encoding_agrees_near_the_gates_newest_traces(mode, labels, kw):
     model = Model(Config(mode=mode, **kw))
     enc = Encoding(model, CONCRETE)
     start = run_labels(model, labels)[-1]
-    states = near(model, start, 1500)
+    states = near(model, start, 400 if labels is OLD_ANSWER else 1500)   # 3 replicas: about 3x per state
     for i, s in enumerate(states):
         assert_agrees(enc, model, s, bounds=i % 5 == 0)
     mode_rules = MODES[mode]
@@ -573,11 +573,13 @@ def test_a_counterexample_to_induction_shows_a_leaders_view_of_the_isr():
 
 
 def test_bmc_finds_the_fenced_last_leader_election_in_as_many_steps_as_bfs():
-    """The gate's row kip966-kafka-19522 (7 steps): with ISR and ELR empty the controller elects the
-    last known leader while it is fenced (KAFKA-19522); the cheapest newest-mode row the z3 engine
-    runs (kafka13141-kafka-14704 takes 9 steps, kafka10554-kafka-13141 11). One record (the trace
-    produces one) gives the same 7-step trace and makes BMC about 2.5 times cheaper."""
-    _bmc_matches_bfs(Config(mode="kip966", records=1), ["LeaderUnfenced"])
+    """The gate's row kafka18991-4.0-kafka-19522 (7 steps): with ISR and ELR empty the controller
+    elects the last known leader while it is fenced (KAFKA-19522, still in 4.0.1); the cheapest
+    newest-mode row the z3 engine runs (kafka13141-kafka-14704 takes 9 steps, kafka10554-kafka-13141
+    11). One record (the trace produces one) gives the same 7-step trace and makes BMC about 2.5
+    times cheaper; 4.0.0 (kip966), whose layout also holds KAFKA-18991's waiting answers, takes
+    about twice as long."""
+    _bmc_matches_bfs(Config(mode="kafka18991-4.0", records=1), ["LeaderUnfenced"])
 
 
 @pytest.mark.slow

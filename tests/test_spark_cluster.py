@@ -75,13 +75,19 @@ class Cluster:
         self.master = start(tmp, "master", "org.apache.spark.deploy.master.Master",
                             "--host", "127.0.0.1", "--port", str(self.port), "--webui-port", str(self.ui))
         self.workers = []
-        wait_for("the master", lambda: self.status() is not None)
+        try:
+            wait_for("the master", lambda: self.status() is not None)
+        except BaseException:
+            stop(self.master)                 # a fixture that fails to start leaves nothing running
+            raise
 
     def status(self):
+        """The master's JSON summary, or None while it cannot give one: not listening yet, or (while
+        its UI is still attaching handlers) answering /json/ with its HTML page."""
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{self.ui}/json/", timeout=2) as r:
                 return json.load(r)
-        except OSError:
+        except (OSError, ValueError):
             return None
 
     def add_worker(self) -> subprocess.Popen:

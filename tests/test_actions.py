@@ -1,7 +1,5 @@
 """One rule at a time: the HW/LEO rules of the articles and the guards that must refuse."""
 
-from pathlib import Path
-
 import pytest
 
 from hwcheck.checker.symmetry import canonical_form
@@ -10,7 +8,7 @@ from hwcheck.spec import Config, ConfigError, Model
 from hwcheck.spec.actions import advance_hw
 from hwcheck.spec.state import FETCH, FETCH_RESPONSE, FOLLOWER, LEADER, NONE, UNDEFINED, Fetch, FetchResponse
 
-from .conftest import run_labels
+from .conftest import ROOT, run_labels
 
 P0, SF1, LH01, FH1 = ("produce", 0), ("send_fetch", 1), ("leader_handle_fetch", 0, 1), ("follower_handle_fetch", 1)
 
@@ -308,7 +306,7 @@ def test_an_old_leaders_answer_waits_for_its_fetcher_thread_only_before_kafka_18
     assert ignored.replicas[1].log == () and ignored.stale[1] == ()
 
 
-CX = Path(__file__).resolve().parents[1] / "counterexamples"
+CX = ROOT / "counterexamples"
 
 
 def test_kafka_18991_an_old_epochs_diverging_answer_removes_committed_records_until_the_fix():

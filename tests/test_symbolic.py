@@ -21,7 +21,7 @@ from hwcheck.spec.log import (assign_0_11, assign_2_1, end_offset_for_0_11, end_
 from hwcheck.spec.modes import LADDER, MODES, follower_truncation
 from hwcheck.spec.state import LEADER, UNDEFINED, Replica
 
-from .conftest import exact_reachable, run_cli, run_labels
+from .conftest import ROOT, exact_reachable, run_cli, run_labels
 
 # per mode, runs whose reachable states are sampled: the defaults (2 replicas, 2 records, 2 crashes:
 # failovers, controlled shutdowns, session expiry, stale fetches), power failures with acks=1 and
@@ -203,8 +203,7 @@ FENCED_LAST_LEADER = [
 
 
 # KAFKA-18991's curated trace up to the step before r1 takes r0's old answer (kafka15583, 3 replicas)
-_OLD_ANSWER = load_itf((__import__("pathlib").Path(__file__).resolve().parents[1] / "counterexamples"
-                        / "kafka15583-kafka-18991-old-epoch-response.itf.json").read_text())
+_OLD_ANSWER = load_itf((ROOT / "counterexamples" / "kafka15583-kafka-18991-old-epoch-response.itf.json").read_text())
 OLD_ANSWER = [Model(Config(mode="kafka15583", replicas=3)).parse_label(st["#meta"]["action"]) for st in _OLD_ANSWER["states"][1:33]]
 OLD_ANSWER_KW = dict(replicas=3, records=2, crashes=3, max_epoch=5)
 

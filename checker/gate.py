@@ -3,13 +3,20 @@
 An entry names a mode and any knobs, and ``expect``: ``"holds"`` (no invariant breaks within the
 bounds: every invariant is checked over the whole space) or the name of an invariant that must
 break (only that invariant is checked, and the search stops at its first, shortest violation);
-``steps`` optionally pins the length of that shortest trace.
+``steps`` optionally pins the length of that shortest trace. ``invariants`` narrows what a ``"holds"``
+entry checks (every invariant by default), as TLC's INVARIANT lines do.
 
 ``engine = "simulate"`` (with ``runs``, ``depth``, ``seed``; checker/simulate.py) gates a
 configuration bfs cannot finish: ``runs`` random walks with that seed instead of the whole space.
 Then ``"holds"`` means no walk broke an invariant (evidence, not a proof), an invariant name means
 some walk broke it, and ``steps`` pins the length of the shrunk trace. The same seed and settings
 give the same walks, so the entry's verdict is as reproducible as a bfs entry's.
+
+``trace`` (an ITF file, relative to the gate file) with ``from_step = K`` starts the search at the
+state after the trace's first K steps, run under the entry's ``mode`` (by default the trace's;
+another mode is a differential replay), with the trace's settings: a bug whose whole trace is
+beyond bfs here is still gated, by its shortest continuation from that state (``steps`` counts the
+steps after K), and a release that fixed it by ``"holds"`` from the same state.
 
 >>> entries = parse_gate({"hw-loss": {"mode": "hw", "records": 1, "expect": "NoCommittedDataLoss", "steps": 11}})
 >>> outcome = run_entry(entries[0])
@@ -19,8 +26,9 @@ give the same walks, so the entry's verdict is as reproducible as a bfs entry's.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
-from typing import Dict, List, Optional, Sequence
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence
 from xml.sax.saxutils import escape, quoteattr
 
 from hwcheck.spec import INVARIANT_NAMES, Config, ConfigError, Model
@@ -28,11 +36,14 @@ from hwcheck.spec import INVARIANT_NAMES, Config, ConfigError, Model
 from .bfs import bfs
 from .result import INTERRUPTED, Result
 from .simulate import simulate
+from .families import DESIGN
+from .trace import StartingAt, TraceError, load_itf, state_at, trace_config, trace_family
 
 HOLDS = "holds"
 KNOBS = {f.name for f in fields(Config)}
 SIMULATE_KEYS = {"runs", "depth", "seed"}
-ENTRY_KEYS = KNOBS | SIMULATE_KEYS | {"expect", "steps", "max_depth", "description", "engine"}
+TRACE_KEYS = {"trace", "from_step"}
+ENTRY_KEYS = KNOBS | SIMULATE_KEYS | TRACE_KEYS | {"expect", "steps", "max_depth", "description", "engine", "invariants"}
 ENGINES = ("bfs", "simulate")
 SIMULATE_DEFAULTS = {"runs": 10_000, "depth": 50, "seed": 0}
 
@@ -53,6 +64,10 @@ class Entry:
     runs: int = SIMULATE_DEFAULTS["runs"]
     depth: int = SIMULATE_DEFAULTS["depth"]
     seed: int = SIMULATE_DEFAULTS["seed"]
+    trace: Optional[str] = None       # the search starts at this trace's state after from_step steps
+    from_step: int = 0
+    start: Any = field(default=None, compare=False, repr=False)
+    invariants: Optional[tuple] = None   # a "holds" entry checks only these (default: all)
 
 
 @dataclass
@@ -90,8 +105,9 @@ class Outcome:
         return f"expected {want}, got {self.got}"
 
 
-def parse_gate(table: dict) -> List[Entry]:
-    """Entries from a mapping of name -> settings (the ``[tool.hwcheck.gate]`` table)."""
+def parse_gate(table: dict, base: Path = Path(".")) -> List[Entry]:
+    """Entries from a mapping of name -> settings (the ``[tool.hwcheck.gate]`` table); a ``trace``
+    is read relative to ``base``, the gate file's folder."""
     if not isinstance(table, dict) or not table:
         raise GateError("the gate has no entries")
     names = set(INVARIANT_NAMES)
@@ -105,7 +121,7 @@ def parse_gate(table: dict) -> List[Entry]:
         expect = spec.get("expect")
         if not isinstance(expect, str) or (expect != HOLDS and expect not in names):
             raise GateError(f"entry {name!r}: expect must be 'holds' or one of {', '.join(sorted(names))}, got {expect!r}")
-        for key in ("steps", "max_depth", "seed"):
+        for key in ("steps", "max_depth", "seed", "from_step"):
             if key in spec and (not isinstance(spec[key], int) or isinstance(spec[key], bool) or spec[key] < 0):
                 raise GateError(f"entry {name!r}: {key} must be a non-negative integer")
         for key in ("runs", "depth"):
@@ -118,16 +134,57 @@ def parse_gate(table: dict) -> List[Entry]:
         if misplaced:
             raise GateError(f"entry {name!r}: {', '.join(misplaced)} do{'es' if len(misplaced) == 1 else ''} not "
                             f"apply to engine {engine}")
-        try:
-            cfg = Config.from_dict({k: v for k, v in spec.items() if k in KNOBS})
-        except (ConfigError, TypeError) as e:
-            raise GateError(f"entry {name!r}: {e}") from None
-        if expect != HOLDS and expect not in {n for n, _ in Model(cfg).invariants}:
+        if "trace" in spec:
+            cfg, start = _start(name, spec, base)
+        elif "from_step" in spec:
+            raise GateError(f"entry {name!r}: from_step needs a trace")
+        else:
+            start = None
+            try:
+                cfg = Config.from_dict({k: v for k, v in spec.items() if k in KNOBS})
+            except (ConfigError, TypeError) as e:
+                raise GateError(f"entry {name!r}: {e}") from None
+        checked = {n for n, _ in Model(cfg).invariants}
+        if expect != HOLDS and expect not in checked:
             raise GateError(f"entry {name!r}: mode {cfg.mode} does not check {expect}")
+        only = spec.get("invariants")
+        if only is not None:
+            if expect != HOLDS:
+                raise GateError(f"entry {name!r}: invariants applies to expect = 'holds' (an entry that expects "
+                                f"an invariant to break checks only that one)")
+            if not isinstance(only, list) or not only or not all(isinstance(n, str) for n in only):
+                raise GateError(f"entry {name!r}: invariants must be a list of invariant names")
+            unchecked = [n for n in only if n not in checked]
+            if unchecked:
+                raise GateError(f"entry {name!r}: mode {cfg.mode} does not check {', '.join(unchecked)}")
+            only = tuple(only)
         walks = {key: spec[key] for key in SIMULATE_KEYS if key in spec}
         entries.append(Entry(name, cfg, expect, spec.get("steps"), spec.get("max_depth"),
-                             str(spec.get("description", "")), engine, **walks))
+                             str(spec.get("description", "")), engine, **walks, trace=spec.get("trace"),
+                             from_step=spec.get("from_step", 0), start=start, invariants=only))
     return entries
+
+
+def _start(name: str, spec: dict, base: Path):
+    """An entry's config and first state from its ``trace`` at ``from_step``."""
+    path, settings = spec["trace"], sorted(set(spec) & (KNOBS - {"mode"}))
+    if not isinstance(path, str):
+        raise GateError(f"entry {name!r}: trace must be a file name")
+    if settings:
+        raise GateError(f"entry {name!r}: {', '.join(settings)}: a trace entry takes its settings from the "
+                        f"trace (only mode may be set)")
+    if spec.get("engine", "bfs") != "bfs":
+        raise GateError(f"entry {name!r}: a trace entry searches with bfs")
+    try:
+        doc = load_itf((base / path).read_text())
+        if trace_family(doc) != DESIGN:
+            raise TraceError(f"a trace of the {trace_family(doc)} model; the gate runs the design model")
+        cfg = trace_config(doc, **({"mode": spec["mode"]} if "mode" in spec else {}))
+        return cfg, state_at(doc, spec.get("from_step", 0), cfg.mode)
+    except OSError as e:
+        raise GateError(f"entry {name!r}: cannot read {base / path}: {e.strerror}") from None
+    except TraceError as e:
+        raise GateError(f"entry {name!r}: {path}: {e}") from None
 
 
 def run_entry(entry: Entry, progress=None) -> Outcome:
@@ -139,8 +196,10 @@ def run_entry(entry: Entry, progress=None) -> Outcome:
     >>> run_entry(e).got
     'NoCommittedDataLoss(3)'
     """
-    only = None if entry.expect == HOLDS else [entry.expect]
+    only = ([*entry.invariants] if entry.invariants else None) if entry.expect == HOLDS else [entry.expect]
     model = Model(entry.config)
+    if entry.start is not None:
+        model = StartingAt(model, entry.start)
     if entry.engine == "simulate":
         result = simulate(model, runs=entry.runs, depth=entry.depth, seed=entry.seed, only=only, workers=1,
                           progress=progress)

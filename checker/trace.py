@@ -255,3 +255,41 @@ def differential(doc: dict, mode: str) -> Differential:
                 diff.parted_how = f"{text}: " + _first_difference(b, a).replace(
                     "trace has", f"{original.model.cfg.mode} has").replace("spec gives", f"{model.cfg.mode} has")
     return diff
+
+
+class StartingAt:
+    """``model`` with one initial state, ``start``: a search from the middle of a trace (what TLC's
+    and Apalache's user-given initial states do). Everything else is ``model``'s, so every engine
+    runs on it unchanged.
+
+    >>> from hwcheck.spec import Config, Model
+    >>> from hwcheck.checker.bfs import bfs
+    >>> doc = load_itf(open("counterexamples/hw-data-loss.itf.json").read())
+    >>> model = StartingAt(Model(Config(mode="hw")), state_at(doc, 9))
+    >>> bfs(model, only=["NoCommittedDataLoss"]).violations[0].steps   # the trace's last 2 steps
+    2
+    """
+
+    def __init__(self, model, start):
+        self.model, self.start = model, start
+
+    def init_states(self) -> list:
+        return [self.start]
+
+    def __getattr__(self, name):
+        return getattr(self.model, name)
+
+
+def state_at(doc: dict, step: int, mode=None):
+    """The state after ``step`` steps of a stored trace, under its own mode or (differential
+    replay) under ``mode``; a TraceError if the trace has fewer steps or ``mode`` refuses one of
+    them."""
+    last = len(doc["states"]) - 1
+    if not 0 <= step <= last:
+        raise TraceError(f"step {step}: the trace has steps 0..{last}")
+    if mode is None:
+        return replay(doc).trace.states[step]
+    diff = differential(doc, mode)
+    if diff.refused_at is not None and diff.refused_at <= step:
+        raise TraceError(f"mode {mode} does not reach step {step}: step {diff.refused_at}, {diff.refused_why}")
+    return diff.trace.states[step]

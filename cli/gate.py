@@ -51,7 +51,7 @@ def load_gate_table(gate_file, modes=()):
                         else spec)
                  for name, spec in table.items()}
     try:
-        return path, parse_gate(table)
+        return path, parse_gate(table, path.parent)
     except GateError as e:
         fail(f"{path}: {e}")
 
@@ -105,7 +105,9 @@ def gate(gate_file, junit, force, quiet, verbose, mode_file):
             e = entry
             jsonout.note(entry={"name": e.name, "settings": jsonout.settings(e.config), "expect": e.expect,
                                 "steps": e.steps, "got": outcome.got, "passed": outcome.passed,
-                                "figures": jsonout.figures(outcome.result)})
+                                "figures": jsonout.figures(outcome.result),
+                                **({"trace": e.trace, "from_step": e.from_step} if e.trace else {}),
+                                **({"invariants": list(e.invariants)} if e.invariants else {})})
             stopped = None
     except KeyboardInterrupt:                    # Ctrl-C between two searches
         if progress is not None:
@@ -119,7 +121,10 @@ def gate(gate_file, junit, force, quiet, verbose, mode_file):
     for o in outcomes:
         e = o.entry
         want = e.expect + (f"({e.steps})" if e.steps is not None and e.expect != "holds" else "")
-        rows.append([e.name, e.config.mode, non_default_settings(e.config), want, o.got,
+        where = non_default_settings(e.config) + (f", from step {e.from_step} of {Path(e.trace).name}" if e.trace else "")
+        if e.invariants:
+            want += f" ({', '.join(e.invariants)})"
+        rows.append([e.name, e.config.mode, where, want, o.got,
                      f"{o.result.distinct_states:,}", str(o.result.depth), f"{o.result.elapsed:.1f} s",
                      "interrupted" if o.interrupted else "ok" if o.passed else "MOVED"])
     widths = [max(len(r[c]) for r in [header] + rows) for c in range(len(header))]

@@ -124,7 +124,11 @@ SCHEMA = {
                     "properties": {"name": {"type": "string"}, "settings": {"$ref": "#/$defs/settings"},
                                    "expect": {"type": "string"}, "steps": {"type": ["integer", "null"]},
                                    "got": {"type": "string"}, "passed": {"type": "boolean"},
-                                   "figures": {"$ref": "#/$defs/figures"}}}},
+                                   "figures": {"$ref": "#/$defs/figures"},
+                                   "trace": {"type": "string", "description": "the search starts in this trace"},
+                                   "from_step": {"type": "integer", "description": "... after this many steps"},
+                                   "invariants": {"type": "array", "items": {"type": "string"},
+                                                  "description": "a holds entry checks only these"}}}},
             },
         },
         "mode": {

@@ -1,5 +1,8 @@
+import io
+import os
 import subprocess
 import sys
+from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import pytest
@@ -13,6 +16,26 @@ def run_cli(*args, cwd=None, timeout=600):
     """Run the real command line in a child process (so a traceback would be visible)."""
     return subprocess.run([sys.executable, "-m", "hwcheck.cli", *map(str, args)], cwd=cwd,
                           capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+def run_cli_here(*args, cwd=None):
+    """The command line run in this process, for bad input that is refused before any engine runs:
+    the same ``cli`` group and its one-line errors, about a hundredth of a child's start-up (which
+    imports z3, numpy and click every time). A traceback becomes this test's error."""
+    from hwcheck.cli.main import cli
+    out, err, here = io.StringIO(), io.StringIO(), os.getcwd()
+    try:
+        if cwd is not None:
+            os.chdir(cwd)
+        with redirect_stdout(out), redirect_stderr(err):
+            try:
+                cli.main([str(a) for a in args], prog_name="hwcheck")
+                code = 0
+            except SystemExit as e:
+                code = e.code if isinstance(e.code, int) else 0 if e.code is None else 1
+    finally:
+        os.chdir(here)
+    return subprocess.CompletedProcess(args, code, out.getvalue(), err.getvalue())
 
 
 def run_labels(model, labels):

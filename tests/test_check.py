@@ -152,13 +152,13 @@ def test_resume_refuses_a_checkpoint_of_the_previous_format(tmp_path):
     """Format 2 held messages as plain tuples (and other fingerprints): refused in one line, not a traceback."""
     from hwcheck.checker.bfs import CHECKPOINT_FILE, CHECKPOINT_FORMAT, load_checkpoint
 
-    from .conftest import one_line_error, run_cli
+    from .conftest import one_line_error, run_cli, run_cli_here
     assert CHECKPOINT_FORMAT == 3
     bfs(Model(Config(mode="kip320", records=1)), max_depth=3, checkpoint=str(tmp_path))
     snap = load_checkpoint(str(tmp_path))
     snap["format"] = 2
     (tmp_path / CHECKPOINT_FILE).write_bytes(pickle.dumps(snap))
-    line = one_line_error(run_cli("verify", "--mode=kip320", "--records=1", "--quiet", "--resume", tmp_path))
+    line = one_line_error(run_cli_here("verify", "--mode=kip320", "--records=1", "--quiet", "--resume", tmp_path))
     assert "written by another version of hwcheck (format 2, this one reads 3)" in line
 
 

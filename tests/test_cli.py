@@ -8,7 +8,7 @@ from click.testing import CliRunner
 from hwcheck.cli.main import cli
 from hwcheck.spec.modes import ALIASES, LADDER
 
-from .conftest import ROOT, one_line_error, run_cli
+from .conftest import ROOT, one_line_error, run_cli, run_cli_here
 
 CX = ROOT / "counterexamples"
 
@@ -40,7 +40,7 @@ def test_verify_a_holding_epoch_run_says_so():
 def test_verify_never_overwrites_an_existing_file(tmp_path):
     out = tmp_path / "mine.json"
     out.write_text("precious")
-    line = one_line_error(run_cli("verify", "--mode=hw", "--records=1", "--out", out))
+    line = one_line_error(run_cli_here("verify", "--mode=hw", "--records=1", "--out", out))
     assert "exists" in line and out.read_text() == "precious"
     assert run_cli("verify", "--mode=hw", "--records=1", "--out", out, "--force").returncode == 1
     assert out.read_text() != "precious"
@@ -60,7 +60,7 @@ def test_verify_default_trace_name_does_not_replace_files(tmp_path):
     (["--replicas=9"], "replicas=9"),
 ])
 def test_verify_bad_knobs_exit_2_with_one_line(args, words):
-    assert words in one_line_error(run_cli("verify", *args))
+    assert words in one_line_error(run_cli_here("verify", *args))
 
 
 def test_verify_unknown_mode_is_a_usage_error():
@@ -97,36 +97,36 @@ def corrupt(tmp_path, mutate):
 def test_replay_refuses_a_changed_state(tmp_path):
     def change(doc):
         doc["states"][6]["replicas"]["r0"]["hw"] = 0
-    line = one_line_error(run_cli("replay", corrupt(tmp_path, change)))
+    line = one_line_error(run_cli_here("replay", corrupt(tmp_path, change)))
     assert "step 6" in line and "replicas.r0.hw" in line
 
 
 def test_replay_refuses_a_step_that_is_not_enabled(tmp_path):
     def swap(doc):
         doc["states"][1]["#meta"]["action"] = "produce(r1)"
-    line = one_line_error(run_cli("replay", corrupt(tmp_path, swap)))
+    line = one_line_error(run_cli_here("replay", corrupt(tmp_path, swap)))
     assert "step 1 (produce(r1)): not enabled" in line
 
 
 def test_replay_refuses_an_unknown_action(tmp_path):
     def rename(doc):
         doc["states"][2]["#meta"]["action"] = "teleport(r1)"
-    assert "unknown action 'teleport'" in one_line_error(run_cli("replay", corrupt(tmp_path, rename)))
+    assert "unknown action 'teleport'" in one_line_error(run_cli_here("replay", corrupt(tmp_path, rename)))
 
 
 def test_replay_refuses_malformed_and_truncated_files(tmp_path):
     text = (CX / "hw-data-loss.itf.json").read_text()
     (tmp_path / "cut.json").write_text(text[: len(text) // 2])
-    assert "malformed JSON" in one_line_error(run_cli("replay", tmp_path / "cut.json"))
+    assert "malformed JSON" in one_line_error(run_cli_here("replay", tmp_path / "cut.json"))
     (tmp_path / "other.json").write_text(json.dumps({"vars": [], "states": []}))
-    assert "not an hwcheck ITF trace" in one_line_error(run_cli("replay", tmp_path / "other.json"))
-    assert "cannot read" in one_line_error(run_cli("replay", tmp_path / "missing.json"))
+    assert "not an hwcheck ITF trace" in one_line_error(run_cli_here("replay", tmp_path / "other.json"))
+    assert "cannot read" in one_line_error(run_cli_here("replay", tmp_path / "missing.json"))
 
 
 def test_replay_refuses_a_trace_with_bad_settings(tmp_path):
     def bad(doc):
         doc["#meta"]["hwcheck"]["config"]["min_isr"] = 7
-    assert "min_isr=7" in one_line_error(run_cli("replay", corrupt(tmp_path, bad)))
+    assert "min_isr=7" in one_line_error(run_cli_here("replay", corrupt(tmp_path, bad)))
 
 
 def test_replay_says_when_the_stored_violation_no_longer_breaks(tmp_path):

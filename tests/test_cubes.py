@@ -9,7 +9,7 @@ from hwcheck.checker.result import HOLDS
 from hwcheck.checker.symbolic import CONCRETE, Encoding, equal
 from hwcheck.spec import Config, Model
 
-from .conftest import exact_reachable, one_line_error, run_cli
+from .conftest import exact_reachable, one_line_error, run_cli, run_cli_here
 
 SMALL = dict(mode="kip380", records=1, crashes=1)
 
@@ -75,4 +75,4 @@ def test_cli_prove_learn():
                 "--discover", "--learn", "200")
     assert r.returncode == 0, r.stdout + r.stderr
     assert "clauses learned from counterexamples to induction" in r.stdout
-    assert "--discover" in one_line_error(run_cli("prove", "--invariant", "NoLogDivergence", "--learn", "5"))
+    assert "--discover" in one_line_error(run_cli_here("prove", "--invariant", "NoLogDivergence", "--learn", "5"))

@@ -19,7 +19,7 @@ from hwcheck.spec import Config, Model
 
 from hwcheck.cli.main import cli
 
-from .conftest import ROOT, one_line_error, run_cli
+from .conftest import ROOT, one_line_error, run_cli, run_cli_here
 
 CX = ROOT / "counterexamples"
 
@@ -313,7 +313,7 @@ def test_focusing_a_lasso_is_refused(path):
     assert why is None
     with pytest.raises(ValueError, match=f"{done.trace.invariant} is not an invariant of the model"):
         focus(done.model, done.trace.labels, done.trace.invariant)
-    line = one_line_error(run_cli("replay", path, "--focus"))
+    line = one_line_error(run_cli_here("replay", path, "--focus"))
     assert "a lasso (liveness trace)" in line
 
 

@@ -11,7 +11,7 @@ from hwcheck.checker.result import HOLDS, VIOLATED
 from hwcheck.checker.symbolic import CONCRETE, Encoding
 from hwcheck.spec import Config, Model
 
-from .conftest import exact_reachable, one_line_error, run_cli
+from .conftest import exact_reachable, one_line_error, run_cli, run_cli_here
 
 SMALL = dict(mode="kafka10706", records=1, crashes=1)
 
@@ -153,11 +153,11 @@ def test_cli_prove_discover(tmp_path):
                 "--discover")
     assert r.returncode == 1 and "verdict: violated: NoCommittedDataLoss" in r.stdout
     assert "<- broken: NoCommittedDataLoss" in r.stdout and "bfs" in r.stdout
-    assert "--k" in one_line_error(run_cli("prove", "--invariant", "NoLogDivergence", "--mode", "kip380",
+    assert "--k" in one_line_error(run_cli_here("prove", "--invariant", "NoLogDivergence", "--mode", "kip380",
                                            "--discover", "--k", "2"))
-    assert "--discover" in one_line_error(run_cli("prove", "--invariant", "NoLogDivergence", "--explain"))
+    assert "--discover" in one_line_error(run_cli_here("prove", "--invariant", "NoLogDivergence", "--explain"))
     # the newest mode is encoded; what the encoding lacks (disk losses, follower reads) is refused
-    assert "disk_losses" in one_line_error(run_cli("prove", "--invariant", "NoLogDivergence", "--discover",
+    assert "disk_losses" in one_line_error(run_cli_here("prove", "--invariant", "NoLogDivergence", "--discover",
                                                    "--disk-losses", "1"))
 
 

@@ -12,7 +12,7 @@ from hwcheck.spec.lemmas.atoms import scalars
 
 import pytest
 
-from .conftest import exact_reachable, one_line_error, run_cli
+from .conftest import exact_reachable, one_line_error, run_cli, run_cli_here
 
 TINY = ["--mode", "hw", "--records", "1", "--crashes", "0"]
 
@@ -85,7 +85,7 @@ def test_cli_save_then_check(tmp_path):
     assert f"lemmas saved to {path}" in r.stdout
     saved = path.read_text()
     # the file is the user's now: not replaced without --force
-    err = one_line_error(run_cli("prove", *TINY, "--invariant", "NoLogDivergence", "--discover",
+    err = one_line_error(run_cli_here("prove", *TINY, "--invariant", "NoLogDivergence", "--discover",
                                  "--save-lemmas", path))
     assert "exists" in err and path.read_text() == saved
     r = run_cli("prove", *TINY, "--invariant", "NoLogDivergence", "--lemmas", path)
@@ -107,14 +107,14 @@ def test_cli_lemma_file_errors(tmp_path):
     path = tmp_path / "lemmas.json"
     assert run_cli("prove", *TINY, "--invariant", "NoLogDivergence", "--discover",
                    "--save-lemmas", path).returncode == 0
-    err = one_line_error(run_cli("prove", "--mode", "hw", "--records", "1", "--invariant", "NoLogDivergence",
+    err = one_line_error(run_cli_here("prove", "--mode", "hw", "--records", "1", "--invariant", "NoLogDivergence",
                                  "--lemmas", path))
     assert "found under crashes=0; this run has crashes=2" in err
     assert "not NoCommittedDataLoss" in one_line_error(
         run_cli("prove", *TINY, "--invariant", "NoCommittedDataLoss", "--lemmas", path))
     bad = tmp_path / "bad.json"
     bad.write_text("{")
-    assert str(bad) in one_line_error(run_cli("prove", *TINY, "--invariant", "NoLogDivergence", "--lemmas", bad))
+    assert str(bad) in one_line_error(run_cli_here("prove", *TINY, "--invariant", "NoLogDivergence", "--lemmas", bad))
     assert "cannot read" in one_line_error(
         run_cli("prove", *TINY, "--invariant", "NoLogDivergence", "--lemmas", tmp_path / "none.json"))
     assert "--discover" in one_line_error(
@@ -145,5 +145,5 @@ def test_cli_save_then_check_under_a_mode_file(tmp_path):
     r = run_cli("prove", *tiny, "--lemmas", path)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "are 1-inductive" in r.stdout
-    err = one_line_error(run_cli("prove", *TINY, "--invariant", "NoLogDivergence", "--lemmas", path))
+    err = one_line_error(run_cli_here("prove", *TINY, "--invariant", "NoLogDivergence", "--lemmas", path))
     assert "unknown mode 'my-hw'" in err and f"--mode-file {variant.resolve()}" in err

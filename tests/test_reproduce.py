@@ -14,7 +14,7 @@ from hwcheck.cluster.run import judge, predict
 from hwcheck.spec.modes import MODES
 from hwcheck.spec.releases import RELEASES, UnknownRelease, release, releases_of
 
-from .conftest import ROOT, one_line_error, run_cli
+from .conftest import ROOT, one_line_error, run_cli, run_cli_here
 
 CX = ROOT / "counterexamples"
 
@@ -134,7 +134,7 @@ def test_the_reproductions_table_parses_and_its_traces_replay():
     (("missing.itf.json",), "missing.itf.json"),
 ])
 def test_bad_input_is_one_line(args, says, tmp_path):
-    assert says in one_line_error(run_cli("reproduce", *args, cwd=tmp_path))
+    assert says in one_line_error(run_cli_here("reproduce", *args, cwd=tmp_path))
 
 
 def test_kip101_scenario_1_needs_a_held_response_and_the_reproduced_rows_do_not():
@@ -153,13 +153,13 @@ def test_kip101_scenario_1_needs_a_held_response_and_the_reproduced_rows_do_not(
 
 
 def test_a_trace_needing_a_held_fetch_is_one_line(tmp_path):
-    line = one_line_error(run_cli("reproduce", str(CX / "hw-data-loss.itf.json"), "--no-proxy", cwd=tmp_path))
+    line = one_line_error(run_cli_here("reproduce", str(CX / "hw-data-loss.itf.json"), "--no-proxy", cwd=tmp_path))
     assert line.endswith("needs one Fetch held: run it with --proxy")
 
 
 def test_a_trace_of_the_tla_port_is_refused(tmp_path):
     run_cli("verify", "--model", "kafka-tla", "--mode", "kip101", "--out", "t.json", cwd=tmp_path)
-    assert "reproduce runs traces of the design model" in one_line_error(run_cli("reproduce", "t.json", cwd=tmp_path))
+    assert "reproduce runs traces of the design model" in one_line_error(run_cli_here("reproduce", "t.json", cwd=tmp_path))
 
 
 def test_the_step_table_and_the_json_document_of_an_outcome():

@@ -15,7 +15,7 @@ from hwcheck.checker.shrink import OnlyActions, shrink_trace, without_loops
 from hwcheck.checker.simulate import SimulationError, replay_walk, run_walks, simulate
 from hwcheck.spec import Config, Model
 
-from .conftest import one_line_error, run_cli
+from .conftest import one_line_error, run_cli, run_cli_here
 from .test_interrupts import _ctrl_c, _no_traceback, _start
 
 PF = Config(mode="hw", power_failures=1, crashes=0)      # found within a few hundred walks
@@ -180,14 +180,14 @@ def test_cli_without_violation_says_it_proves_nothing(tmp_path):
     (["--quiet", "--verbose"], "exclude each other"),
 ])
 def test_cli_bad_input_is_one_line(args, words):
-    line = one_line_error(run_cli("simulate", "--mode", "hw", *args))
+    line = one_line_error(run_cli_here("simulate", "--mode", "hw", *args))
     assert words in line
 
 
 def test_cli_refuses_to_overwrite(tmp_path):
     out = tmp_path / "t.itf.json"
     out.write_text("mine")
-    line = one_line_error(run_cli("simulate", "--mode", "hw", "--acks", "1", "--out", out))
+    line = one_line_error(run_cli_here("simulate", "--mode", "hw", "--acks", "1", "--out", out))
     assert "exists" in line and out.read_text() == "mine"
 
 

@@ -13,7 +13,7 @@ import pytest
 from hwcheck.cli.jsonout import SCHEMA
 from hwcheck.cli.progress import AUTO, QUIET, VERBOSE, Progress
 
-from .conftest import ROOT, one_line_error, run_cli
+from .conftest import ROOT, one_line_error, run_cli, run_cli_here
 
 CX = ROOT / "counterexamples"
 REPORT = {"engine": "bfs", "depth": 7, "distinct": 5000, "queue": 800, "generated": 12000, "elapsed": 2.5}
@@ -195,7 +195,7 @@ BAD_TRACES = [
 def test_bad_traces_get_one_line(tmp_path, words, write):
     path = tmp_path / "bad.itf.json"
     write(path)
-    line = one_line(run_cli("replay", path))
+    line = one_line(run_cli_here("replay", path))
     assert words in line and len(line) < 300, line
 
 
@@ -217,7 +217,7 @@ def test_bad_traces_get_one_line(tmp_path, words, write):
     (["replay", CX / "hw-data-loss.itf.json", "--focus", "--json"], "--json does not apply to --focus"),
 ])
 def test_bad_usage_gets_one_line(args, words, tmp_path):
-    assert words in one_line(run_cli(*args, cwd=tmp_path))
+    assert words in one_line(run_cli_here(*args, cwd=tmp_path))
 
 
 @pytest.mark.parametrize("text, words", [
@@ -230,7 +230,7 @@ def test_bad_usage_gets_one_line(args, words, tmp_path):
 ])
 def test_more_bad_gate_files(tmp_path, text, words):
     (tmp_path / "g.toml").write_text(text)
-    assert words in one_line(run_cli("gate", tmp_path / "g.toml"))
+    assert words in one_line(run_cli_here("gate", tmp_path / "g.toml"))
 
 
 def test_version_and_help_examples():
@@ -294,7 +294,7 @@ def test_a_lasso_refuses_html_and_json_in_one_line(tmp_path):
     lasso = tmp_path / "lasso.itf.json"
     assert run_cli("verify", "--liveness", "--mode=hw", "--records=1", "--crashes=1", "--max-epoch=1",
                    "--out", lasso, "--quiet", cwd=tmp_path).returncode == 1
-    line = one_line(run_cli("replay", lasso, "--html", tmp_path / "l.html"))
+    line = one_line(run_cli_here("replay", lasso, "--html", tmp_path / "l.html"))
     assert "a lasso (liveness trace): --focus, --mode and --html apply to safety traces" in line
     assert not (tmp_path / "l.html").exists()
     proc = run_cli("replay", lasso, "--json")
@@ -338,7 +338,7 @@ def test_replay_focus_quiet_omits_the_table():
 
 
 def test_gate_outside_a_project_says_where_it_looks(tmp_path):
-    line = one_line(run_cli("gate", cwd=tmp_path))
+    line = one_line(run_cli_here("gate", cwd=tmp_path))
     assert f"no FILE given and no pyproject.toml in {tmp_path}" in line and "[tool.hwcheck.gate]" in line
     helptext = " ".join(run_cli("gate", "--help").stdout.split())
     assert "[tool.hwcheck.gate] in ./pyproject.toml (the current folder), or from FILE" in helptext

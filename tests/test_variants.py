@@ -15,7 +15,7 @@ from hwcheck.cli.jsonout import SCHEMA
 from hwcheck.spec import Config, Model
 from hwcheck.spec.modes import MODES
 
-from .conftest import ROOT, one_line_error, run_cli, run_labels
+from .conftest import ROOT, one_line_error, run_cli, run_cli_here, run_labels
 
 EXAMPLE = ROOT / "docs" / "examples" / "expand_at_hw.py"
 # 3 replicas at depth 10: a few seconds, levels large enough for --workers 2 to fork, and the
@@ -112,10 +112,10 @@ def test_the_example_trace_replays_with_its_mode_file(example_trace):
 
 
 def test_replay_without_the_mode_file_names_it(example_trace):
-    line = one_line_error(run_cli("replay", example_trace))
+    line = one_line_error(run_cli_here("replay", example_trace))
     assert f"replay it with --mode-file {EXAMPLE}" in line and "'expand-at-hw'" in line
     # --focus and --json reach the same line
-    assert f"--mode-file {EXAMPLE}" in one_line_error(run_cli("replay", example_trace, "--focus"))
+    assert f"--mode-file {EXAMPLE}" in one_line_error(run_cli_here("replay", example_trace, "--focus"))
     proc = run_cli("replay", example_trace, "--json")
     assert f"--mode-file {EXAMPLE}" in one_line_error(proc) and proc.stdout == ""
 
@@ -146,7 +146,7 @@ def test_verify_records_the_mode_file_and_replay_needs_it(tmp_path):
     assert f"verdict: violated: NoCommittedDataLoss after {expected.violations[0].steps} steps" in proc.stdout
     meta = json.loads(out.read_text())["#meta"]["hwcheck"]
     assert meta["config"]["mode"] == "hw-copy" and meta["mode_file"] == str(variant)
-    line = one_line_error(run_cli("replay", out))
+    line = one_line_error(run_cli_here("replay", out))
     assert f"replay it with --mode-file {variant}" in line
     ok = run_cli("replay", out, "--mode-file", variant, "--quiet")
     assert ok.returncode == 0 and "NoCommittedDataLoss broken in the last state" in ok.stdout
@@ -185,13 +185,13 @@ def test_a_failing_action_function_is_one_line(tmp_path):
 
         MODE = MODES["hw"].variant("hw-bad", actions={"produce": produce})
     ''')
-    line = one_line_error(run_cli("verify", "--mode-file", bad, "--records", "1"))
+    line = one_line_error(run_cli_here("verify", "--mode-file", bad, "--records", "1"))
     assert f"{bad}, line 5: action produce(r0) raised ZeroDivisionError: division by zero" in line
     odd = write(tmp_path, "odd.py", '''
         from hwcheck.spec.modes import MODES
         MODE = MODES["hw"].variant("hw-odd", actions={"produce": lambda state, rules, r: "next"})
     ''')
-    assert "returned a str, not the next State or None" in one_line_error(run_cli("verify", "--mode-file", odd))
+    assert "returned a str, not the next State or None" in one_line_error(run_cli_here("verify", "--mode-file", odd))
 
 
 # ---------------------------------------------------------------- malformed files: one line, exit 2
@@ -236,7 +236,7 @@ def test_a_malformed_mode_file_is_one_line(tmp_path, hw_trace, command, text, wo
     args = ["verify", "--mode-file", path, "--records", "1"]
     if command == "replay":
         args = ["replay", hw_trace, "--mode-file", path]
-    line = one_line_error(run_cli(*args))
+    line = one_line_error(run_cli_here(*args))
     assert words in line and str(path) in line, line
 
 
@@ -247,7 +247,7 @@ def test_a_malformed_mode_file_is_one_line(tmp_path, hw_trace, command, text, wo
     (["verify", "--checkpoint", "ck"], "--checkpoint and --resume do not combine with --mode-file"),
 ])
 def test_mode_file_refusals(tmp_path, args, words):
-    assert words in one_line_error(run_cli(*args, "--mode-file", EXAMPLE, cwd=tmp_path))
+    assert words in one_line_error(run_cli_here(*args, "--mode-file", EXAMPLE, cwd=tmp_path))
 
 
 # ---------------------------------------------------------------- the other commands and engines
@@ -263,14 +263,14 @@ def test_graph_and_gate_take_a_mode_file(tmp_path):
     proc = run_cli("gate", gate, "--mode-file", keep)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "ok   kept: holds" in proc.stdout
-    assert "unknown mode 'hw-keep-log'" in one_line_error(run_cli("gate", gate))
+    assert "unknown mode 'hw-keep-log'" in one_line_error(run_cli_here("gate", gate))
 
 
 def test_z3_refuses_a_variant_it_cannot_encode_in_one_line(tmp_path):
     keep = write(tmp_path, "keep_log.py", KEEP_LOG)
-    line = one_line_error(run_cli("verify", "--mode-file", keep, "--engine", "z3", "--depth", "3"))
+    line = one_line_error(run_cli_here("verify", "--mode-file", keep, "--engine", "z3", "--depth", "3"))
     assert "hw-keep-log" in line and "z3" in line
-    line = one_line_error(run_cli("prove", "--mode-file", keep, "--invariant", "HwNotAboveLeo"))
+    line = one_line_error(run_cli_here("prove", "--mode-file", keep, "--invariant", "HwNotAboveLeo"))
     assert "hw-keep-log" in line and "z3" in line
 
 

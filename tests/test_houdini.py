@@ -154,11 +154,11 @@ def test_cli_prove_discover(tmp_path):
     assert r.returncode == 1 and "verdict: violated: NoCommittedDataLoss" in r.stdout
     assert "<- broken: NoCommittedDataLoss" in r.stdout and "bfs" in r.stdout
     assert "--k" in one_line_error(run_cli_here("prove", "--invariant", "NoLogDivergence", "--mode", "kip380",
-                                           "--discover", "--k", "2"))
+                                                "--discover", "--k", "2"))
     assert "--discover" in one_line_error(run_cli_here("prove", "--invariant", "NoLogDivergence", "--explain"))
     # the newest mode is encoded; what the encoding lacks (disk losses, follower reads) is refused
     assert "disk_losses" in one_line_error(run_cli_here("prove", "--invariant", "NoLogDivergence", "--discover",
-                                                   "--disk-losses", "1"))
+                                                        "--disk-losses", "1"))
 
 
 def test_hand_written_candidates_agree_with_their_encoding_and_are_checked_before_z3():

@@ -78,22 +78,30 @@ def test_a_file_for_other_settings_or_another_version_is_refused():
         read_back(model, {"lemmas": []})
 
 
-def test_cli_save_then_check(tmp_path):
-    path = tmp_path / "lemmas.json"
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory):
+    """``prove --discover --save-lemmas`` once for this module's tests (about 8 s): the file and
+    the run's output."""
+    path = tmp_path_factory.mktemp("lemmas") / "lemmas.json"
     r = run_cli("prove", *TINY, "--invariant", "NoLogDivergence", "--discover", "--save-lemmas", path)
     assert r.returncode == 0, r.stdout + r.stderr
-    assert f"lemmas saved to {path}" in r.stdout
-    saved = path.read_text()
+    return path, r.stdout
+
+
+def test_cli_save_then_check(saved, tmp_path):
+    path, out = saved
+    assert f"lemmas saved to {path}" in out
+    text = path.read_text()
     # the file is the user's now: not replaced without --force
     err = one_line_error(run_cli_here("prove", *TINY, "--invariant", "NoLogDivergence", "--discover",
-                                 "--save-lemmas", path))
-    assert "exists" in err and path.read_text() == saved
+                                      "--save-lemmas", path))
+    assert "exists" in err and path.read_text() == text
     r = run_cli("prove", *TINY, "--invariant", "NoLogDivergence", "--lemmas", path)
     assert r.returncode == 0, r.stdout + r.stderr
-    lemmas = len(json.loads(saved)["lemmas"])
+    lemmas = len(json.loads(text)["lemmas"])
     assert f"the property and {lemmas} lemmas hold in the initial state and are 1-inductive" in r.stdout
     # the same lemmas with one learned away: the CLI shows the counterexample to induction
-    doc = json.loads(saved)
+    doc = json.loads(text)
     doc["lemmas"] = [e for e in doc["lemmas"] if e["family"] not in ("lookahead", "history", "prefix-agreement",
                                                                        "clause", "implication")]
     weak = tmp_path / "weak.json"
@@ -103,12 +111,10 @@ def test_cli_save_then_check(tmp_path):
     assert "are not inductive" in r.stdout and "counterexample to induction:" in r.stdout
 
 
-def test_cli_lemma_file_errors(tmp_path):
-    path = tmp_path / "lemmas.json"
-    assert run_cli("prove", *TINY, "--invariant", "NoLogDivergence", "--discover",
-                   "--save-lemmas", path).returncode == 0
+def test_cli_lemma_file_errors(saved, tmp_path):
+    path, _ = saved
     err = one_line_error(run_cli_here("prove", "--mode", "hw", "--records", "1", "--invariant", "NoLogDivergence",
-                                 "--lemmas", path))
+                                      "--lemmas", path))
     assert "found under crashes=0; this run has crashes=2" in err
     assert "not NoCommittedDataLoss" in one_line_error(
         run_cli("prove", *TINY, "--invariant", "NoCommittedDataLoss", "--lemmas", path))

@@ -34,9 +34,9 @@ from xml.sax.saxutils import escape, quoteattr
 from hwcheck.spec import INVARIANT_NAMES, Config, ConfigError, Model
 
 from .bfs import bfs
+from .families import DESIGN
 from .result import INTERRUPTED, Result
 from .simulate import simulate
-from .families import DESIGN
 from .trace import StartingAt, TraceError, load_itf, state_at, trace_config, trace_family
 
 HOLDS = "holds"
@@ -219,7 +219,8 @@ def junit_xml(outcomes: List[Outcome], not_run: Sequence[Entry] = ()) -> str:
              f'errors="0" skipped="{skipped}" time="{total_time:.3f}">']
     for o in outcomes:
         attrs = f'classname="hwcheck.gate.{o.entry.config.mode}" name={quoteattr(o.entry.name)} time="{o.result.elapsed:.3f}"'
-        out = (f"{o.entry.config.as_dict()}\ngot {o.got}; {o.result.distinct_states} distinct states, "
+        start = f"\nfrom step {o.entry.from_step} of {o.entry.trace}" if o.entry.trace else ""
+        out = (f"{o.entry.config.as_dict()}{start}\ngot {o.got}; {o.result.distinct_states} distinct states, "
                f"depth {o.result.depth}")
         if o.interrupted:
             why = (f"interrupted (Ctrl-C) after {o.result.elapsed:.1f} s: {o.result.distinct_states} distinct "

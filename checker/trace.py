@@ -277,6 +277,8 @@ class StartingAt:
         return [self.start]
 
     def __getattr__(self, name):
+        if name == "model":          # not set yet (a copy being built): no recursion
+            raise AttributeError(name)
         return getattr(self.model, name)
 
 

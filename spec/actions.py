@@ -713,7 +713,9 @@ def lose_disk(s: State, rules: Rules, r: int) -> Optional[State]:
 def _registered(c: Controller, rules: Rules, r: int, rep: Replica) -> Controller:
     """The controller sees r come up; from KIP-903 it records r's new broker epoch; with ELR a
     broker whose registration reports no clean shutdown leaves the ISR and the ELR
-    (ReplicationControlManager.handleBrokerUncleanShutdown @3.9.0, KAFKA-15586)."""
+    (``ClusterControlManager.registerBroker`` compares the previous broker epoch, then
+    ``ReplicationControlManager.handleBrokerShutdown @4.0.0``: KAFKA-15586, which KAFKA-18635 restored;
+    with ELR 3.9.0 took every new incarnation as unclean, KAFKA-16952)."""
     c = c._replace(live=c.live | 1 << r)
     if rules.mode.broker_epochs:
         c = c._replace(broker_epochs=c.broker_epochs[:r] + (c.broker_epochs[r] + 1,) + c.broker_epochs[r + 1:])

@@ -310,13 +310,15 @@ KIP966 = KAFKA15583.variant(
     changes=(
         Change("the controller removes even the last ISR member; a member lost while the ISR is below "
                "min.insync.replicas joins the ELR, which an ISR at min.insync.replicas clears",
-               "KIP-966", "PartitionChangeBuilder.maybePopulateTargetElr, build @3.9.0"),
+               "KIP-966", "PartitionChangeBuilder.maybePopulateTargetElr, build @4.0.0"),
         Change("a leader is a live ISR member, else (empty ISR) a live ELR member, which becomes the "
                "ISR, else (ISR and ELR empty) the last known leader as an unclean election, even with "
                "unclean election disabled, and even while it is fenced (the bug KAFKA-19522)",
-               "KIP-966", "PartitionChangeBuilder.electAnyLeader, canElectLastKnownLeader @3.9.0"),
+               "KIP-966", "PartitionChangeBuilder.electAnyLeader, canElectLastKnownLeader @4.0.0, @4.0.1"),
         Change("a broker that registers without a clean-shutdown record leaves the ISR and the ELR",
-               "KAFKA-15586", "ReplicationControlManager.handleBrokerUncleanShutdown @3.9.0"),
+               "KAFKA-15586", "ClusterControlManager.registerBroker (previousBrokerEpoch), "
+               "ReplicationControlManager.handleBrokerShutdown @4.0.0 (KAFKA-18635 restored it: with ELR, "
+               "3.9.0 took every new incarnation as unclean, KAFKA-16952)"),
     ))
 
 KAFKA18991_40 = KIP966.variant(
@@ -329,7 +331,8 @@ KAFKA19522 = KAFKA18991_40.variant(
     "default in new clusters)", elect_fenced_last_leader=False,
     changes=(
         Change("the last known leader is elected only while it is unfenced", "KAFKA-19522",
-               "PartitionChangeBuilder.canElectLastKnownLeader (apache/kafka#20200, July 2025)"),
+               "PartitionChangeBuilder.canElectLastKnownLeader @4.1.0 (returns false when the last known "
+               "leader is not acceptable; @4.0.1 only logs it)"),
     ))
 
 # every mode, parents first, in release order (3.9.1 before 4.0.0); the newest last

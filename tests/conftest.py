@@ -1,8 +1,6 @@
-import io
 import os
 import subprocess
 import sys
-from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import pytest
@@ -19,23 +17,20 @@ def run_cli(*args, cwd=None, timeout=600):
 
 
 def run_cli_here(*args, cwd=None):
-    """The command line run in this process, for bad input that is refused before any engine runs:
-    the same ``cli`` group and its one-line errors, about a hundredth of a child's start-up (which
-    imports z3, numpy and click every time). A traceback becomes this test's error."""
+    """The command line run in this process by click's CliRunner (as test_cli's replays are), for
+    bad input that is refused before any engine runs: the same ``cli`` group and its one-line
+    errors, about a hundredth of a child's start-up (which imports z3, numpy and click every time).
+    A traceback becomes this test's error."""
+    from click.testing import CliRunner
     from hwcheck.cli.main import cli
-    out, err, here = io.StringIO(), io.StringIO(), os.getcwd()
+    here = os.getcwd()
     try:
         if cwd is not None:
             os.chdir(cwd)
-        with redirect_stdout(out), redirect_stderr(err):
-            try:
-                cli.main([str(a) for a in args], prog_name="hwcheck")
-                code = 0
-            except SystemExit as e:
-                code = e.code if isinstance(e.code, int) else 0 if e.code is None else 1
+        result = CliRunner().invoke(cli, [str(a) for a in args], prog_name="hwcheck", catch_exceptions=False)
     finally:
         os.chdir(here)
-    return subprocess.CompletedProcess(args, code, out.getvalue(), err.getvalue())
+    return subprocess.CompletedProcess(args, result.exit_code, result.stdout, result.stderr)
 
 
 def run_labels(model, labels):

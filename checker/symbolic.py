@@ -253,6 +253,9 @@ class Encoding:
         # KAFKA-18991 (accept_old_epoch_response): a stale slot may hold a FetchResponse that waits for
         # an old leader's fetcher thread (spec/actions.py _leave_fetcher), in an SMsg's slots and more
         self.parks = self.tof and mode.accept_old_epoch_response
+        # KRaft with KAFKA-18991: a follower marked when the leader it fetches from is fenced
+        # (spec/actions.py _fence_fetchers)
+        self.fences = self.parks and mode.fence_stops_fetchers
         # a broker epoch counts a broker's registrations after a restart: at most one per stop
         self.max_broker_epoch = cfg.crashes + cfg.power_failures
         self.instances: List[Tuple] = []
@@ -293,7 +296,7 @@ class Encoding:
                         pairs(f"{p}r{r}cache", C) if cached else (ZERO,) * C,
                         I(f"{p}r{r}clen") if cached else 0, I(f"{p}r{r}trunc") if self.truncates else FETCHING,
                         tuple(I(f"{p}r{r}remote{x}") for x in range(n)), ints(f"{p}r{r}rbe", mode.broker_epochs),
-                        B(f"{p}r{r}clean") if mode.elr else False)
+                        B(f"{p}r{r}clean") if mode.elr else False, B(f"{p}r{r}fenced") if self.fences else False)
         reps = tuple(rep(r) for r in range(n))
         ctl = SCtl(I(f"{p}c_leader"), I(f"{p}c_epoch"), tuple(B(f"{p}c_isr{x}") for x in range(n)),
                    tuple(B(f"{p}c_live{x}") for x in range(n)), ints(f"{p}c_bepoch", mode.broker_epochs),
@@ -335,7 +338,8 @@ class Encoding:
                    if mode.broker_epochs else ())
             reps.append(SRep(bool(rep.alive), rep.role, rep.leader_epoch, rep.leader, bits(rep.isr),
                              slots(rep.log, L), len(rep.log), rep.hw, rep.flushed, slots(rep.epoch_cache, C),
-                             len(rep.epoch_cache), rep.truncating, remote, rbe, bool(rep.clean_shutdown)))
+                             len(rep.epoch_cache), rep.truncating, remote, rbe, bool(rep.clean_shutdown),
+                             bool(rep.leader_fenced)))
         msgs = []
         for m in s.inflight:
             if not m:
@@ -383,7 +387,8 @@ class Encoding:
             leads = r.role == LEADER
             reps.append(Replica(int(r.alive), r.role, r.leader_epoch, r.leader, mask(r.isr), tuple(r.log[:r.leo]), r.hw,
                                 r.flushed, tuple(r.epoch_cache[:r.clen]), r.truncating, tuple(r.remote_leo) if leads else (),
-                                tuple(r.remote_broker_epoch) if leads else (), int(r.clean_shutdown)))
+                                tuple(r.remote_broker_epoch) if leads else (), int(r.clean_shutdown),
+                                int(r.leader_fenced)))
         inflight = []
         for m in v.msgs:
             if m.kind == NO_MESSAGE:
@@ -454,6 +459,8 @@ class Encoding:
                    o.And(rng(r.leader_epoch, 0, E), rng(r.leader, 0, n - 1)))]
         if not self.tracks_flushed:
             cs.append(r.flushed == 0)
+        if self.fences:        # only a running follower is marked (actions._fence_fetchers)
+            cs.append(o.Or(o.Not(r.leader_fenced), o.And(r.alive, r.role == FOLLOWER)))
         if self.assign_rule is None:
             cs.append(r.clen == 0)
         if not self.truncates:
@@ -755,7 +762,8 @@ class Encoding:
         """actions._lost_memory (the clean-shutdown marker is on disk: it stays)."""
         n = self.n
         return rep._replace(alive=False, role=NONE, leader_epoch=UNDEFINED, leader=UNDEFINED, isr=(False,) * n,
-                            truncating=FETCHING, remote_leo=(0,) * n, remote_broker_epoch=(0,) * len(rep.remote_broker_epoch))
+                            truncating=FETCHING, remote_leo=(0,) * n, remote_broker_epoch=(0,) * len(rep.remote_broker_epoch),
+                            leader_fenced=False)
 
     def abandon(self, s: SState, f: int) -> SState:
         """actions._abandon: f's outstanding message goes; a Fetch becomes its stale request

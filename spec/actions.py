@@ -110,7 +110,9 @@ def _leave_fetcher(s: State, rules: Rules, f: int) -> State:
     it with the same fetch offset when it arrives (``follower_handle_old_response``). The model keeps
     one such response, in f's stale slot (when free), with that fetch offset: f's LEO, which only
     f's fetcher moves while its Fetch is out."""
-    msg = s.inflight[f]
+    msg, rep = s.inflight[f], s.replicas[f]
+    if rep.leader_fenced:          # that thread was shut down when f applied the fence (_fence_fetchers)
+        return _abandon(_set(s, f, rep._replace(leader_fenced=0)), f)
     if not (rules.mode.accept_old_epoch_response and msg and msg.kind == FETCH_RESPONSE and not s.stale[f]):
         return _abandon(s, f)
     waiting = msg._replace(fetch_offset=s.replicas[f].leo)
@@ -123,10 +125,43 @@ def _leave_fetcher_terms(enc, s: SState, f: int) -> SState:
     with f's LEO as its fetch offset, in the modes with ``accept_old_epoch_response``."""
     if not enc.parks:
         return enc.abandon(s, f)
-    o, m, old = enc.o, s.msgs[f], s.stale[f]
-    waiting = SStale(FETCH_RESPONSE, m.peer, m.a, m.b, m.c, m.d, m.start, m.recs, s.reps[f].leo)
-    waits = o.And(m.kind == FETCH_RESPONSE, old.kind == NO_MESSAGE)
+    o, m, old, rep = enc.o, s.msgs[f], s.stale[f], s.reps[f]
+    waiting = SStale(FETCH_RESPONSE, m.peer, m.a, m.b, m.c, m.d, m.start, m.recs, rep.leo)
+    waits = o.And(m.kind == FETCH_RESPONSE, old.kind == NO_MESSAGE, o.Not(rep.leader_fenced))
+    s = enc.set_replica(s, f, rep._replace(leader_fenced=False)) if enc.fences else s
     return ite(o, waits, enc.send(enc.set_stale(s, f, waiting), f, enc.no_message()), enc.abandon(s, f))
+
+
+def _fence_fetchers(s: State, rules: Rules, r: int) -> State:
+    """KRaft: the controller fenced r, so r leads no partition any more (``generateLeaderAndIsrUpdates
+    @3.9.0`` never accepts the broker it removes as leader). When a broker applies that change its
+    fetcher thread towards r has no partition left and is shut down (``ReplicaManager.applyDelta`` ->
+    ``shutdownIdleFetcherThreads @3.9.0``), with the answer it waited for: an answer of r's waiting for
+    r's thread (KAFKA-18991) is lost now, and a follower that still fetches from r (it has not applied
+    the fence yet) is marked ``leader_fenced``, so that what it has out with r is lost, not kept, when
+    it leaves r. ZooKeeper keeps a leaderless partition on the thread (``ReplicaManager.makeFollowers
+    @2.8.0`` skips a partition whose leader is not alive), so the other partitions of the model's
+    assumption keep the thread running there."""
+    if not (rules.mode.accept_old_epoch_response and rules.mode.fence_stops_fetchers):
+        return s
+    stale = tuple(() if (m and m.kind == FETCH_RESPONSE and m.leader == r) else m for m in s.stale)
+    replicas = tuple(rep._replace(leader_fenced=1) if (f != r and rep.alive and rep.role == FOLLOWER
+                                                        and rep.leader == r) else rep
+                     for f, rep in enumerate(s.replicas))
+    return State(replicas, s.controller, s.inflight, stale, s.history)
+
+
+def _fence_fetchers_terms(enc, s: SState, r: int) -> SState:
+    """The z3 twin of ``_fence_fetchers``."""
+    if not enc.fences:
+        return s
+    o = enc.o
+    stale = tuple(ite(o, o.And(m.kind == FETCH_RESPONSE, m.peer == r), enc.no_stale(), m) for m in s.stale)
+    reps = tuple(rep if f == r else
+                 rep._replace(leader_fenced=o.Or(rep.leader_fenced, o.And(rep.alive, rep.role == FOLLOWER,
+                                                                          rep.leader == r)))
+                 for f, rep in enumerate(s.reps))
+    return s._replace(reps=reps, stale=stale)
 
 
 def _drop_messages_to(s: State, r: int) -> State:
@@ -781,6 +816,7 @@ def _broker_gone(s: State, rules: Rules, r: int) -> Optional[State]:
     offline (its election is ``elect_offline``, a step of its own here; the controller writes one
     LeaderAndIsr for both, so this step does not bump the epoch); if r followed in the ISR, it leaves
     the ISR with a new leader epoch (OfflineReplica). None when that epoch is beyond the bound."""
+    s = _fence_fetchers(s, rules, r)
     c = s.controller
     live = c.live & ~(1 << r)
     # the last ISR member stays (OfflineReplica; PartitionChangeBuilder before KIP-966); with ELR
@@ -807,6 +843,7 @@ def _broker_gone_terms(enc, s: SState, r: int):
     partition offline (and the ISR, unless the last member before ELR) at the same epoch; an ISR
     member that is not the last (before ELR) leaves it, with a new epoch unless
     ``isr_removal_bumps_epoch`` is off (KRaft 3.6+)."""
+    s = _fence_fetchers_terms(enc, s, r)
     o, c, mode = enc.o, s.ctl, enc.mode
     leads = c.leader == r
     if mode.elr:            # actions._broker_gone, keeps_last false: the ISR may empty (KIP-966)
@@ -1138,7 +1175,8 @@ def _keeps_old_epoch_message(s: State, r: int, new: Replica) -> bool:
     old epoch is handled as if it were the new one's. The fix (3.9.1, 4.0.1) also checks the epoch:
     the message is abandoned as on any restart of the fetcher."""
     msg, old = s.inflight[r], s.replicas[r]
-    return bool(msg) and old.role == FOLLOWER and old.leader == new.leader and bool(new.epoch_cache)
+    return (bool(msg) and old.role == FOLLOWER and old.leader == new.leader and bool(new.epoch_cache)
+            and not old.leader_fenced)
 
 
 def become_follower_terms(enc, s, r):
@@ -1156,7 +1194,8 @@ def become_follower_terms(enc, s, r):
     follow = _leave_fetcher_terms(enc, enc.set_replica(s, r, new), r)
     if enc.tof and enc.mode.accept_old_epoch_response:
         # actions._keeps_old_epoch_message (KAFKA-18991): the same leader's Fetch or answer stays r's
-        keeps = o.And(s.msgs[r].kind != NO_MESSAGE, rep.role == FOLLOWER, rep.leader == c.leader, new.clen > 0)
+        keeps = o.And(s.msgs[r].kind != NO_MESSAGE, rep.role == FOLLOWER, rep.leader == c.leader, new.clen > 0,
+                      o.Not(rep.leader_fenced))
         follow = ite(o, keeps, enc.set_replica(s, r, new), follow)
     if enc.mode.follow_on_new_epoch:
         return guard, follow

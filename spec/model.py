@@ -174,6 +174,8 @@ class Model:
                 entry["truncating"] = bool(rep.truncating)
                 if rep.truncating == 2:
                     entry["fetch_offset"] = "leo"   # an intermediate truncation step moved it there
+            if rep.leader_fenced:      # KRaft, KAFKA-18991 modes: its fetcher thread goes with the fence
+                entry["leader_fenced"] = True
             if rep.role == 1:
                 entry["isr"] = isr(rep.isr)
                 entry["remote_leo"] = {names[f]: rep.remote_leo[f] for f in range(n) if f != r}

@@ -121,6 +121,9 @@ class Mode:
     # leader has the Fetch's offset: with the same leader at a new epoch the answer stays in flight;
     # after another leader it waits for the old leader's fetcher thread (KAFKA-18991, until 3.9.1/4.0.1)
     accept_old_epoch_response: bool = False
+    # a fenced broker leads no partition, so every fetcher thread towards it empties and is shut down,
+    # with whatever answer waited there (KRaft; ZooKeeper keeps a leaderless partition on the thread)
+    fence_stops_fetchers: bool = False
     # the controller adds only unfenced brokers to the ISR (KIP-841, KRaft 3.3)
     isr_only_live: bool = False
     # Fetch and AlterPartition carry broker epochs; the controller refuses a stale one (KIP-903, 3.5)
@@ -272,6 +275,7 @@ KIP903 = KAFKA13141.variant(
     "kip903", "3.6 (KRaft)", summary="KRaft: broker epochs in Fetch and AlterPartition; truncation "
     "before the HW",
     hw_before_truncation=False, isr_only_live=True, broker_epochs=True, isr_removal_bumps_epoch=False,
+    fence_stops_fetchers=True,
     changes=(
         Change("a diverging response only truncates; the next fetch brings the HW (also in 3.4.1)",
                "KAFKA-14704", "AbstractFetcherThread.processFetchRequest @3.5.0"),
@@ -283,6 +287,12 @@ KIP903 = KAFKA13141.variant(
         Change("removing a fenced broker from the ISR keeps the leader epoch (metadata.version 3.6-IV0; "
                "3.5 still bumps it)",
                "KAFKA-15021", "PartitionChangeBuilder.triggerLeaderEpochBumpIfNeeded @3.6.0"),
+        Change("a fenced broker leads nothing, so each follower's fetcher thread towards it loses its "
+               "last partition when the follower applies the fence and is shut down, and an answer of "
+               "an old epoch waiting there (KAFKA-18991) is lost; ZooKeeper kept a leaderless "
+               "partition on that thread (ReplicaManager.makeFollowers @2.8.0)", "KIP-631",
+               "ReplicationControlManager.generateLeaderAndIsrUpdates, ReplicaManager.applyDelta, "
+               "applyLocalFollowersDelta @3.9.0"),
     ))
 
 KAFKA15583 = KIP903.variant(

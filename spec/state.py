@@ -97,6 +97,9 @@ class Replica(NamedTuple):
     # KIP-966 modes only, on disk: 1 when the broker last stopped by a controlled shutdown (the
     # clean-shutdown marker its next registration reports: KAFKA-15586)
     clean_shutdown: int = 0
+    # KRaft modes with KAFKA-18991 only, in memory: 1 once the controller fenced the leader this
+    # follower fetches from (the fence empties every fetcher thread towards it, ``_leave_fetcher``)
+    leader_fenced: int = 0
 
     @property
     def leo(self) -> int:

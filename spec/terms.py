@@ -84,6 +84,7 @@ class SRep(NamedTuple):
     remote_leo: tuple   # n ints (meaningful on a leader only; 0 otherwise)
     remote_broker_epoch: tuple = ()   # broker_epochs: n ints, a leader's remote broker epochs (0 on other roles)
     clean_shutdown: object = False    # elr: the clean-shutdown marker (KAFKA-15586)
+    leader_fenced: object = False     # fence_stops_fetchers with KAFKA-18991: the leader followed was fenced
 
 
 class SCtl(NamedTuple):

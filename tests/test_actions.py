@@ -309,34 +309,50 @@ def test_an_old_leaders_answer_waits_for_its_fetcher_thread_only_before_kafka_18
 CX = ROOT / "counterexamples"
 
 
-def test_kafka_18991_an_old_epochs_diverging_answer_removes_committed_records_until_the_fix():
-    """The curated trace, the shortest (bfs, 2 replicas, --crashes 3 --max-epoch 5, 29 steps): r1
-    takes r0's diverging answer of epoch 2 at epoch 4 and truncates the record the HW exposed at
-    epoch 3; r0 shuts down; r1, still in the ISR, is elected without it. 3.9.0 (kafka15583), 3.4.1
-    (kip903) and 4.0.0 (kip966) take every step. 3.9.1, 4.0.1 and 4.1+ refuse step 21 already, where
-    r0 takes its own waiting answer (a harmless one: its offset, epoch 1's record); that the fix
-    closes the loss itself, every way on from step 15, is the gate's (pyproject.toml)."""
-    doc = load_itf((CX / "kafka15583-kafka-18991-old-epoch-response.itf.json").read_text())
+def test_kafka_18991_an_old_epochs_diverging_answer_removes_committed_records_under_zookeeper():
+    """The curated trace, the shortest (bfs, 2 replicas, --crashes 3 --max-epoch 5, 30 steps, 2.8.1-3.4.0):
+    r1 takes r0's diverging answer of epoch 2 at epoch 4 and truncates the record the HW exposed at
+    epoch 3; r0 shuts down; r1, still in the ISR, is elected without it. 2.8.0 (kafka10554) takes
+    every step too. 3.9.1, 4.0.1 and 4.1+ refuse step 22 already, where r0 takes its own waiting answer
+    (a harmless one); 3.9.0 and 4.0.0 lose the answer with r1's fetcher thread when r0 is fenced
+    (next test), which the gate checks every way on from step 15 (pyproject.toml)."""
+    doc = load_itf((CX / "kafka13141-kafka-18991-old-epoch-response.itf.json").read_text())
     done = replay(doc)
     states = done.trace.states
-    assert done.trace.steps == 29 and done.violated == ["ConsumerConsistency"]
-    assert states[19].stale[1].diverging_epoch == 1 and states[19].stale[1].fetch_offset == 1
-    assert states[25].replicas[1].log == ((0, 1),) and states[26].replicas[1].log == ()
-    assert states[26].controller.isr >> 1 & 1 and states[25].history.exposed == (0,)
-    for mode in ("kip966", "kip903"):
-        d = differential(doc, mode)
-        assert d.refused_at is None and (29, "ConsumerConsistency") in d.violated, mode
+    assert done.trace.steps == 30 and done.violated == ["ConsumerConsistency"]
+    assert states[20].stale[1].diverging_epoch == 1 and states[20].stale[1].fetch_offset == 1
+    assert states[26].replicas[1].log == ((0, 1),) and states[27].replicas[1].log == ()
+    assert states[27].controller.isr >> 1 & 1 and states[26].history.exposed == (0,)
+    d = differential(doc, "kafka10554")
+    assert d.refused_at is None and (30, "ConsumerConsistency") in d.violated
     for mode in ("kafka18991", "kafka18991-4.0", "kafka19522"):
         d = differential(doc, mode)
-        assert d.refused_at == 21 and "follower_handle_old_response(r0)" in d.refused_why and not d.violated
+        assert d.refused_at == 22 and "follower_handle_old_response(r0)" in d.refused_why and not d.violated
     # --symmetry orders two followers alike but for their stale slots, a Fetch and a waiting answer
-    waiting = states[19].stale[1]
+    waiting = states[20].stale[1]
     assert waiting.kind == FETCH_RESPONSE
     three = Model(Config(mode="kafka15583", replicas=3))
     start = three.init_states()[0]
     mixed = start._replace(stale=((), waiting, Fetch(FETCH, 0, 0, 0, UNDEFINED, 0)))
     canon = canonical_form(three)
     assert canon(three.rename(mixed, (0, 2, 1)))[0] == canon(mixed)[0]
+
+
+def test_kraft_fence_shuts_the_fetcher_thread_down_with_the_waiting_answer():
+    """The same schedule to r1's taking office, r0's answer still in flight to r1 when r0's session
+    expires. ZooKeeper (2.8.1-3.4.0) keeps r1's fetcher thread towards r0 (another partition, leaderless,
+    stays on it: ReplicaManager.makeFollowers @2.8.0), so the answer waits there. In KRaft (3.9.0) r0,
+    fenced, leads nothing: r1 is marked when the fence comes, and on taking office its thread towards
+    r0 is gone with the answer (ReplicaManager.applyDelta @3.9.0)."""
+    doc = load_itf((CX / "kafka13141-kafka-18991-old-epoch-response.itf.json").read_text())
+    labels = [Model(Config(mode="kafka13141")).parse_label(st["#meta"]["action"]) for st in doc["states"][1:16]]
+    labels += [("session_expire", 0), ("register", 0), ("elect_offline", 1), ("become_leader", 1)]
+    zk, kraft = (run_labels(Model(Config(mode=m, crashes=3, max_epoch=5)), labels) for m in ("kafka13141", "kafka15583"))
+    assert zk[15].inflight[1].kind == FETCH_RESPONSE and zk[15].inflight[1].diverging_epoch == 1
+    assert kraft[15].inflight[1] == zk[15].inflight[1]
+    assert not zk[16].replicas[1].leader_fenced and kraft[16].replicas[1].leader_fenced
+    assert zk[19].stale[1].kind == FETCH_RESPONSE and zk[19].stale[1].diverging_epoch == 1
+    assert kraft[19].stale[1] == () and kraft[19].inflight[1] == () and not kraft[19].replicas[1].leader_fenced
 
 
 def test_epoch_mode_new_leader_adds_cache_entry_on_taking_office(epoch_model):

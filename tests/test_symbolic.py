@@ -202,14 +202,19 @@ FENCED_LAST_LEADER = [
 ]
 
 
-# KAFKA-18991's curated trace up to the step before r1 takes r0's old answer (kafka15583)
-_OLD_ANSWER = load_itf((ROOT / "counterexamples" / "kafka15583-kafka-18991-old-epoch-response.itf.json").read_text())
-OLD_ANSWER = [Model(Config(mode="kafka15583")).parse_label(st["#meta"]["action"]) for st in _OLD_ANSWER["states"][1:26]]
+# KAFKA-18991's curated trace (kafka13141) up to the step before r0 takes r1's old answer, run
+# under kafka15583: r0's session expiry (step 17) has fenced the leader r1 followed
+_OLD_ANSWER = load_itf((ROOT / "counterexamples" / "kafka13141-kafka-18991-old-epoch-response.itf.json").read_text())
+OLD_ANSWER = [Model(Config(mode="kafka15583")).parse_label(st["#meta"]["action"]) for st in _OLD_ANSWER["states"][1:22]]
 OLD_ANSWER_KW = dict(crashes=3, max_epoch=5)
 
 
 def _waiting_answer(s):
     return any(m and m[0] == 2 for m in s.stale)
+
+
+def _leader_fenced(s):
+    return any(rep.leader_fenced for rep in s.replicas)
 
 
 def _diverging_answer(s):
@@ -251,6 +256,7 @@ def test_encoding_agrees_near_the_gates_newest_traces(mode, labels, kw):
                    for rep in s.replicas)
     if labels is OLD_ANSWER:              # answers waiting for an old leader's fetcher thread (KAFKA-18991)
         assert sum(map(_waiting_answer, states)) > 50
+        assert sum(map(_leader_fenced, states)) > 50      # and followers of a fenced leader (KRaft)
     if labels is FENCED_LAST_LEADER:
         elections = [s for s in states if _last_known_only(s)
                      and any(label[0] == "elect_offline" for label, _ in model.successors(s))]

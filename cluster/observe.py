@@ -103,7 +103,7 @@ def zookeeper_view(cluster: Cluster) -> Optional[wire.PartitionView]:
         import kazoo  # noqa: F401
     except ImportError:
         return controller_view(cluster)
-    data = _znode(cluster, f"/brokers/topics/{TOPIC}/partitions/0/state")
+    data = znode(cluster, f"/brokers/topics/{TOPIC}/partitions/0/state")
     if data is None:
         return None
     state = json.loads(data[0])
@@ -113,7 +113,7 @@ def zookeeper_view(cluster: Cluster) -> Optional[wire.PartitionView]:
 def registration(cluster: Cluster, r: int) -> Optional[int]:
     """ZooKeeper mode: the session that holds broker ``r``'s registration (the ephemeral
     ``/brokers/ids/r``), or None while it has none."""
-    data = _znode(cluster, f"/brokers/ids/{r}")
+    data = znode(cluster, f"/brokers/ids/{r}")
     return None if data is None else data[1].ephemeralOwner
 
 
@@ -134,7 +134,7 @@ def zookeeper(cluster: Cluster, timeout: float = 2.0):
             pass
 
 
-def _znode(cluster: Cluster, path: str):
+def znode(cluster: Cluster, path: str):
     """(data, stat) of one znode, or None: absent, or ZooKeeper could not be asked."""
     try:
         with zookeeper(cluster) as zk:

@@ -78,7 +78,8 @@ def probe(rel, lib: Path, log: Callable[[str], None] = lambda m: None, keep: Opt
         proxies.gate()
         with Client(cluster, acks="all", wire=True) as client:
             client.create_topic(1, False)
-            client.admin.create_topics([NewTopic(OTHER, num_partitions=1, replica_assignment=[[0, 1]])])[OTHER].result(60)
+            other = NewTopic(OTHER, num_partitions=1, replica_assignment=[[0, 1]])
+            client.admin.create_topics([other])[OTHER].result(60)
             both = {TOPIC: (0, (0, 1)), OTHER: (0, (0, 1))}
             _wait("both partitions led by r0", lambda: {t: _partition(cluster, t) for t in both} == both)
             _wait("r1 following the second partition", (cluster.broker(1).data / f"{OTHER}-0").exists)
@@ -97,7 +98,8 @@ def probe(rel, lib: Path, log: Callable[[str], None] = lambda m: None, keep: Opt
             cluster.pause(0)
             paused = time.monotonic()
             try:
-                _wait("r0 taken for dead", lambda: _partition(cluster, TOPIC)[0] == 1 and _partition(cluster, OTHER)[0] == -1)
+                _wait("r0 taken for dead",
+                      lambda: _partition(cluster, TOPIC)[0] == 1 and _partition(cluster, OTHER)[0] == -1)
                 dead = time.monotonic() - paused
                 while not answer.link.closed.is_set() and time.monotonic() - paused < dead + 10:
                     time.sleep(0.1)

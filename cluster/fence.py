@@ -16,13 +16,12 @@ the idle thread down, ``ReplicaManager.applyDelta @3.9.0``)? ``benchmarks/kraft_
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
 
-from . import metadata_log, observe
+from . import observe
 from .brokers import TOPIC, Cluster, ClusterError, Timing
 from .client import Client
 from .proxy import FETCH, REQUEST, RESPONSE
@@ -48,16 +47,10 @@ class Fenced:
 
 
 def _partition(cluster, topic: str):
-    """(leader, ISR) of ``topic``-0 as the controller wrote it: the KRaft controller's metadata log
-    (cluster/metadata_log.py), or the partition's state znode; (None, ()) before it exists."""
-    if cluster.kraft:
-        p = metadata_log.controller_view(cluster.nodes["controller"].data, topic, 0).partition
-        return (None, ()) if p is None else (p.leader, tuple(sorted(p.isr)))
-    data = observe.znode(cluster, f"/brokers/topics/{topic}/partitions/0/state")
-    if data is None:
-        return None, ()
-    state = json.loads(data[0])
-    return state["leader"], tuple(sorted(state["isr"]))
+    """(leader, ISR) of ``topic``-0 as the controller wrote it (cluster/observe.py: the KRaft
+    controller's metadata log, or the partition's state znode); (None, ()) before it exists."""
+    view = observe.kraft_view(cluster, topic) if cluster.kraft else observe.zookeeper_view(cluster, topic)
+    return (None, ()) if view is None else (view.leader, tuple(sorted(view.isr)))
 
 
 def _wait(what: str, ok, timeout: float = 60.0) -> None:

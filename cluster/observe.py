@@ -62,7 +62,7 @@ def replica_view(cluster: Cluster, r: int) -> ReplicaView:
     return ReplicaView(b.running, b.paused, log, hw)
 
 
-def controller_view(cluster: Cluster) -> Optional[wire.PartitionView]:
+def controller_view(cluster: Cluster, topic: str = TOPIC) -> Optional[wire.PartitionView]:
     """The partition as the running, unpaused brokers' metadata says; the leader's own answer
     first (it hears of ISR changes it asked for before the others do)."""
     answers = []
@@ -70,7 +70,7 @@ def controller_view(cluster: Cluster) -> Optional[wire.PartitionView]:
         if not b.running or b.paused:
             continue
         try:
-            answers.append((b.node_id, wire.partition_view("127.0.0.1", b.port, TOPIC, 0, timeout=1.0)))
+            answers.append((b.node_id, wire.partition_view("127.0.0.1", b.port, topic, 0, timeout=1.0)))
         except (wire.WireError, OSError):
             continue
     if not answers:
@@ -81,19 +81,19 @@ def controller_view(cluster: Cluster) -> Optional[wire.PartitionView]:
     return max(answers, key=lambda a: a[1].leader_epoch)[1]
 
 
-def kraft_view(cluster: Cluster) -> Optional[wire.PartitionView]:
+def kraft_view(cluster: Cluster, topic: str = TOPIC) -> Optional[wire.PartitionView]:
     """KRaft: the controller's own view, replayed from its metadata log on disk
     (cluster/metadata_log.py). Brokers report a fenced leader as -1 (KRaftMetadataCache.getAliveEndpoint
     @4.1.1) and nobody answers while every broker is down; the controller's log has both."""
     from . import metadata_log
-    view = metadata_log.controller_view(cluster.nodes["controller"].data, TOPIC, 0)
+    view = metadata_log.controller_view(cluster.nodes["controller"].data, topic, 0)
     p = view.partition
     if p is None:
         return None
     return wire.PartitionView(p.leader, p.leader_epoch, p.replicas, p.isr, p.elr, p.last_known_elr, ())
 
 
-def zookeeper_view(cluster: Cluster) -> Optional[wire.PartitionView]:
+def zookeeper_view(cluster: Cluster, topic: str = TOPIC) -> Optional[wire.PartitionView]:
     """ZooKeeper mode: the controller's view as it wrote it, the partition's state znode
     (``/brokers/topics/T/partitions/0/state``: leader, leader_epoch, isr, written by the controller
     and by a leader's ISR changes, ``ZkPartitionStateMachine`` / ``Partition.shrinkIsr`` @2.6.0), read
@@ -102,8 +102,8 @@ def zookeeper_view(cluster: Cluster) -> Optional[wire.PartitionView]:
     try:
         import kazoo  # noqa: F401
     except ImportError:
-        return controller_view(cluster)
-    data = znode(cluster, f"/brokers/topics/{TOPIC}/partitions/0/state")
+        return controller_view(cluster, topic)
+    data = _znode(cluster, f"/brokers/topics/{topic}/partitions/0/state")
     if data is None:
         return None
     state = json.loads(data[0])
@@ -113,7 +113,7 @@ def zookeeper_view(cluster: Cluster) -> Optional[wire.PartitionView]:
 def registration(cluster: Cluster, r: int) -> Optional[int]:
     """ZooKeeper mode: the session that holds broker ``r``'s registration (the ephemeral
     ``/brokers/ids/r``), or None while it has none."""
-    data = znode(cluster, f"/brokers/ids/{r}")
+    data = _znode(cluster, f"/brokers/ids/{r}")
     return None if data is None else data[1].ephemeralOwner
 
 
@@ -134,7 +134,7 @@ def zookeeper(cluster: Cluster, timeout: float = 2.0):
             pass
 
 
-def znode(cluster: Cluster, path: str):
+def _znode(cluster: Cluster, path: str):
     """(data, stat) of one znode, or None: absent, or ZooKeeper could not be asked."""
     try:
         with zookeeper(cluster) as zk:

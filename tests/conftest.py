@@ -33,6 +33,31 @@ def run_cli_here(*args, cwd=None):
     return subprocess.CompletedProcess(args, result.exit_code, result.stdout, result.stderr)
 
 
+@pytest.fixture(scope="session")
+def kafka_lib():
+    """Resolve (once) the jars of a release: setup of the real-cluster tests, not part of one (the
+    cache outside the repository makes it a no-op after the first time); the time it took is
+    printed with -s."""
+    import time
+
+    from hwcheck.cluster import jars
+    from hwcheck.cluster.run import artifacts
+    from hwcheck.spec.releases import release
+    cache = {}
+
+    def lib(version):
+        if version not in cache:
+            rel = release(version)
+            t0 = time.monotonic()
+            try:
+                cache[version] = jars.resolve(f"kafka-{rel.version}", artifacts(rel))
+            except jars.ResolveError as e:
+                pytest.fail(f"Kafka {version}: {e}")
+            print(f"jars of Kafka {version}: {time.monotonic() - t0:.1f} s")
+        return cache[version]
+    return lib
+
+
 def run_labels(model, labels):
     """Execute action labels from the initial state; every step must be enabled."""
     states = model.init_states()[:1]

@@ -6,9 +6,7 @@ stays owed. Resolving the jars is setup (a fixture), not part of a test."""
 
 import pytest
 
-from hwcheck.cluster import jars
 from hwcheck.cluster.fence import probe
-from hwcheck.cluster.run import artifacts
 from hwcheck.spec.modes import MODES
 from hwcheck.spec.releases import release
 
@@ -16,13 +14,9 @@ pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
 
 @pytest.mark.parametrize("version", ["3.9.0", "3.4.0"])
-def test_a_fence_takes_the_waiting_answer_exactly_where_the_model_says(version, tmp_path):
+def test_a_fence_takes_the_waiting_answer_exactly_where_the_model_says(version, kafka_lib, tmp_path):
     rel = release(version)
-    try:
-        lib = jars.resolve(f"kafka-{rel.version}", artifacts(rel))
-    except jars.ResolveError as e:
-        pytest.fail(f"Kafka {version}: {e}")
     mode = MODES[rel.mode]
     assert mode.accept_old_epoch_response          # both releases have KAFKA-18991's bug
-    got = probe(rel, lib, keep=tmp_path / "brokers")
+    got = probe(rel, kafka_lib(version), keep=tmp_path / "brokers")
     assert got.lost == got.thread_shut == mode.fence_stops_fetchers, got.line()

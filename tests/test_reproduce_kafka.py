@@ -14,9 +14,8 @@ import tomllib
 import pytest
 
 from hwcheck.checker.trace import load_itf
-from hwcheck.cluster import jars
 from hwcheck.cluster.report import parse_reproductions
-from hwcheck.cluster.run import artifacts, run
+from hwcheck.cluster.run import run
 from hwcheck.spec.releases import release
 
 from .conftest import ROOT
@@ -43,24 +42,6 @@ def _stderr_until(proc, marker: str, timeout: float = 120) -> str:
         seen += line
     assert marker in seen, seen
     return seen
-
-
-@pytest.fixture(scope="session")
-def kafka_lib():
-    """Resolve (once) the jars of a release; the time it took is printed with -s."""
-    cache = {}
-
-    def lib(version):
-        if version not in cache:
-            rel = release(version)
-            t0 = time.monotonic()
-            try:
-                cache[version] = jars.resolve(f"kafka-{rel.version}", artifacts(rel))
-            except jars.ResolveError as e:
-                pytest.fail(f"Kafka {version}: {e}")
-            print(f"jars of Kafka {version}: {time.monotonic() - t0:.1f} s")
-        return cache[version]
-    return lib
 
 
 @pytest.mark.parametrize("row, version", CASES, ids=[f"{r.name}-{v}" for r, v in CASES])

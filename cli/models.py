@@ -15,7 +15,7 @@ from hwcheck.checker.families import DESIGN, FAMILIES, model_of
 from hwcheck.spec import Config, ConfigError, kafka_tla
 from hwcheck.spec.config import ModeName, resolve_mode
 from hwcheck.spec.kafka_tla.state import NONE, members
-from hwcheck.spec.modes import ALIASES, LADDER
+from hwcheck.spec.modes import ALIASES, LADDER, without_elr
 
 from . import render
 
@@ -27,7 +27,7 @@ DESIGN_MODES = [m.name for m in LADDER] + list(ALIASES)
 # kafka-tla modes the design model's --mode choice lacks
 OTHER_MODES = [m for m in kafka_tla.MODES if m not in DESIGN_MODES]
 DESIGN_ONLY = ("records", "crashes", "power_failures", "disk_losses", "max_epoch", "min_isr", "acks", "unclean_election",
-               "response_hw", "follower_reads")
+               "response_hw", "follower_reads", "no_elr")
 TLA_ONLY = ("log_size", "max_records", "max_leader_epoch")
 
 
@@ -157,6 +157,8 @@ def design_config(knobs: dict, fail, families: bool = False) -> Config:
         if ctx is not None and given(ctx, "mode"):
             fail("--mode and --mode-file do not combine (the file's MODE is the mode)")
         knobs["mode"] = load_mode_file(path, fail)
+    if knobs.pop("no_elr", False):
+        knobs["mode"] = _no_elr(knobs["mode"], fail)
     try:
         return Config(**knobs)
     except ConfigError as e:
@@ -165,6 +167,18 @@ def design_config(knobs: dict, fail, families: bool = False) -> Config:
         if families and knobs["mode"] in kafka_tla.MODES:
             fail(f"mode {knobs['mode']} belongs to --model {KAFKA_TLA}")
         raise _bad_mode(e) from None
+
+
+def _no_elr(mode, fail):
+    """--no-elr: the mode (name or Mode) with the ELR feature off (spec.modes.without_elr), said
+    on stderr; a mode without ELR is refused in one line."""
+    asked = mode_named(mode).definition
+    off = without_elr(asked)
+    if off is None:
+        fail(f"--no-elr: mode {asked.name} (Kafka {asked.kafka}) has no Eligible Leader Replicas (KIP-966, 4.0+)")
+    click.echo(f"--no-elr: {asked.name} (Kafka {asked.kafka}) with ELR off follows {off.name}'s rules (Kafka "
+               f"{off.kafka})", err=True)
+    return off
 
 
 # ---------------------------------------------------------------- rendering

@@ -61,6 +61,9 @@ def knob_options(fn=None, *, modes=None):
                      show_default=True, help="fetch response carries the leader HW from after or before its update"),
         click.option("--follower-reads/--leader-reads", default=DEFAULTS.follower_reads, show_default=True,
                      help="consumers may also read from followers (KIP-392, 2.4+)"),
+        click.option("--no-elr", "no_elr", is_flag=True, default=False,
+                     help="the mode's releases with the ELR feature off (4.0's default; a 4.1+ cluster upgraded "
+                     "from 3.x): runs the mode whose rules those are"),
     ]
     return with_options(fn, options)
 

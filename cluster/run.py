@@ -153,15 +153,17 @@ def plan_for(prediction: Prediction, invariant: Optional[str], proxy: Optional[b
 def run(doc: dict, release: Release, lib: Path, *, elr: Optional[bool] = None, keep: Optional[Path] = None,
         timing: Optional[Timing] = None, log: Callable[[str], None] = lambda m: None,
         wait: float = 45.0, proxy: Optional[bool] = None) -> Outcome:
-    from hwcheck.spec.modes import MODES
+    from hwcheck.spec.modes import MODES, without_elr
     cfg = doc["#meta"]["hwcheck"]["config"]
     invariant = doc["#meta"]["hwcheck"].get("invariant")
     if invariant is not None and invariant not in JUDGED:
         raise PlanError(f"judging {invariant} on a real cluster is not supported yet (reproduce judges "
                         f"{', '.join(JUDGED)})")
-    prediction = predict(doc, release.mode)
-    plan = plan_for(prediction, invariant, proxy)
     use_elr = _elr_setting(release, MODES[release.mode].elr, elr)
+    # a cluster formatted with ELR off follows the release's mode without ELR (spec.modes.without_elr)
+    mode = without_elr(MODES[release.mode]) if use_elr is False and MODES[release.mode].elr else MODES[release.mode]
+    prediction = predict(doc, mode.name)
+    plan = plan_for(prediction, invariant, proxy)
     outcome = Outcome(release, prediction, proxied=plan.proxied)
     started = time.monotonic()
     cluster = Cluster(release, lib, cfg["replicas"], min_isr=cfg["min_isr"],
@@ -221,7 +223,7 @@ def run(doc: dict, release: Release, lib: Path, *, elr: Optional[bool] = None, k
                 if prediction.refused_at is not None and not stopped:
                     step_no = prediction.refused_at
                     label = doc["states"][prediction.refused_at]["#meta"]["action"]
-                    log(f"step {step_no} {label}: refused by mode {release.mode}; watching {wait:.0f} s that "
+                    log(f"step {step_no} {label}: refused by mode {prediction.mode}; watching {wait:.0f} s that "
                         f"Kafka {release.version} does not take it")
                     client.sleep(wait)
                     view = observe(cluster, client.acked)

@@ -360,6 +360,48 @@ def lineage(mode: Mode) -> Tuple[Mode, ...]:
     return tuple(reversed(line))
 
 
+_NOT_RULES = ("name", "kafka", "changes", "summary", "parent")
+
+
+def rules_of(mode: Mode) -> dict:
+    """The rules a mode runs by: every field but its name, release range, changes, summary and parent.
+
+    >>> rules_of(MODES["kafka18991"]) == rules_of(MODES["kafka15583"])
+    False
+    """
+    return {f.name: getattr(mode, f.name) for f in dataclasses.fields(mode) if f.name not in _NOT_RULES}
+
+
+def without_elr(mode: Mode) -> Optional[Mode]:
+    """The mode a cluster of ``mode``'s releases follows with the ELR feature off
+    (eligible.leader.replicas.version=0: 4.0's default, and a 4.1+ cluster upgraded from 3.x, whose
+    bootstrap metadata version predates 4.1-IV0), or None where ``mode`` has no ELR.
+
+    ELR off, the 4.x controller builds every PartitionChangeBuilder with
+    ``setEligibleLeaderReplicasEnabled(false)``: the last ISR member stays, no ELR, no last known
+    leader (``PartitionChangeBuilder.build``, ``maybeUpdateLastKnownLeader`` return early), and
+    ``ReplicationControlManager.handleBrokerShutdown`` handles every shutdown as a fence, clean or
+    not (@4.0.0, @4.1.1). Nothing else the model reads depends on the feature, so a 4.x mode with
+    ELR off is its parent line's last mode without ELR, with the fixes taken since: the ladder mode
+    whose rules those are.
+
+    >>> without_elr(MODES["kip966"]).name, without_elr(MODES["kafka19522"]).name
+    ('kafka15583', 'kafka18991')
+    >>> without_elr(MODES["kafka15583"]) is None
+    True
+    """
+    if not mode.elr:
+        return None
+    rules = rules_of(dataclasses.replace(mode, elr=False, elect_fenced_last_leader=False))
+    for m in reversed(LADDER):
+        if rules_of(m) == rules:
+            return m
+    return mode.variant(f"{mode.name}-no-elr", elr=False, elect_fenced_last_leader=False, summary="ELR off",
+                        changes=(Change("the ELR feature is off: the rules of the releases before KIP-966",
+                                        "KIP-966", "PartitionChangeBuilder.setEligibleLeaderReplicasEnabled "
+                                        "@4.0.0"),))
+
+
 NEWEST = LADDER[-1].name
 # `epoch` always names the newest mode
 ALIASES: Dict[str, str] = {"epoch": NEWEST}

@@ -1,6 +1,7 @@
 """The command line as a user meets it: exit codes, output, files, bad input."""
 
 import json
+import os
 
 import pytest
 from click.testing import CliRunner
@@ -61,6 +62,26 @@ def test_verify_default_trace_name_does_not_replace_files(tmp_path):
 ])
 def test_verify_bad_knobs_exit_2_with_one_line(args, words):
     assert words in one_line_error(run_cli_here("verify", *args))
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--mode=kafka15583", "--no-elr"], "--no-elr: mode kafka15583 (Kafka 3.7-3.9.0 (KRaft)) has no Eligible Leader Replicas"),
+    (["--mode=hw", "--no-elr"], "--no-elr: mode hw"),
+    (["--model=kafka-tla", "--no-elr"], "--no-elr does not apply to --model kafka-tla"),
+])
+def test_no_elr_without_elr_is_refused_in_one_line(args, words):
+    assert words in one_line_error(run_cli_here("verify", *args))
+
+
+def test_no_elr_runs_the_mode_without_elr_and_says_so():
+    """4.1 upgraded from 3.x (ELR off) loses a record after one power failure at min ISR 2, which 4.1
+    with ELR survives (the gate's kafka19522-power-failure-min-isr-2 and -no-elr- rows)."""
+    done = run_cli_here("verify", "--mode=kafka19522", "--no-elr", "--min-isr=2", "--power-failures=1",
+                        "--crashes=0", "--out", os.devnull, "--force")
+    assert done.returncode == 1, done.stderr
+    assert "--no-elr: kafka19522 (Kafka 4.1+ (KRaft)) with ELR off follows kafka18991's rules" in done.stderr
+    assert "mode=kafka18991 " in done.stdout
+    assert "violated: NoCommittedDataLoss after 13 steps" in done.stdout
 
 
 def test_verify_unknown_mode_is_a_usage_error():

@@ -6,7 +6,8 @@ from hwcheck.checker.variants import differences
 from hwcheck.spec import Config, Model
 from hwcheck.spec.log import (assign_0_11, assign_2_1, end_offset_for_0_11, end_offset_for_2_0,
                               end_offset_for_2_1, truncate)
-from hwcheck.spec.modes import ALIASES, LADDER, MODES, TRUNCATING, TRUNCATING_AGAIN, follower_truncation, lineage
+from hwcheck.spec.modes import (ALIASES, LADDER, MODES, TRUNCATING, TRUNCATING_AGAIN, follower_truncation, lineage,
+                               without_elr)
 from hwcheck.spec.state import FETCH, UNDEFINED as U, Fetch
 
 from .conftest import run_labels
@@ -177,6 +178,27 @@ def test_offline_election_takes_the_live_isr():
     assert t.controller.isr == 0b110                               # r2 still live in the controller's eyes
     t = model.step(model.step(s, ("controller_handle_failure", 2)), ("elect_offline", 1))
     assert t.controller.isr == 0b010
+
+
+@pytest.mark.parametrize("mode, off", [("kip966", "kafka15583"), ("kafka18991-4.0", "kafka18991"),
+                                       ("kafka19522", "kafka18991")])
+def test_elr_off_is_the_line_before_kip966_with_the_fixes_since(mode, off):
+    assert without_elr(MODES[mode]) is MODES[off]
+    assert [m.name for m in LADDER if m.elr] == ["kip966", "kafka18991-4.0", "kafka19522"]
+    assert all(without_elr(m) is None for m in LADDER if not m.elr)
+
+
+def test_elr_off_keeps_the_last_isr_member():
+    """The exact step --no-elr changes: the controller handles the failure of the last ISR member.
+    ELR on, the ISR empties and r0 joins the ELR (PartitionChangeBuilder.build @4.1.1); off, r0 stays."""
+    labels = [("crash", 1), ("controller_handle_failure", 1), ("crash", 0)]
+    on, off = (Model(Config(mode=m)) for m in (MODES["kafka19522"], without_elr(MODES["kafka19522"])))
+    before_on, before_off = run_labels(on, labels)[-1], run_labels(off, labels)[-1]
+    assert before_on.controller.isr == before_off.controller.isr == 0b01
+    after_on = on.step(before_on, ("controller_handle_failure", 0)).controller
+    after_off = off.step(before_off, ("controller_handle_failure", 0)).controller
+    assert (after_on.isr, after_on.elr, after_on.last_known_elr) == (0, 0b01, 0b01)
+    assert (after_off.isr, after_off.elr, after_off.last_known_elr) == (0b01, 0, 0)
 
 
 def test_preferred_election_only_elects_the_first_replica():

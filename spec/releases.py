@@ -64,7 +64,8 @@ def version_key(version: str) -> Tuple[int, ...]:
 # (and the release before a fix where a row pair shows the fix). Releases no mode covers:
 # 1.0-1.1 (kip101's range, not pinned), 2.2-2.5, 2.9 does not exist, 3.0-3.3 (kafka13141's range, not
 # pinned), 3.4.1-3.5.x (KAFKA-14704's fix without KIP-903's epochs: no mode), ZooKeeper mode past 3.4
-# (no mode), 4.0 with ELR off (kafka15583's rules, not pinned: the fidelity issues decide).
+# (no mode). A 4.x row's mode is the one with ELR on; with ELR off (4.0's default, a 4.1+ cluster
+# upgraded from 3.x) it follows spec.modes.without_elr of it: kafka15583 for 4.0.0, kafka18991 after.
 RELEASES: Tuple[Release, ...] = (
     Release("0.10.2.1", "hw", ZOOKEEPER, ELR_NONE, "2.12", "3.4.9"),
     Release("0.11.0.3", "kip101", ZOOKEEPER, ELR_NONE, "2.12", "3.4.10"),

@@ -42,12 +42,9 @@ from pathlib import Path
 from typing import List, Optional, Tuple
 
 from hwcheck.spec.actions import ACTIONS
-from hwcheck.spec.modes import ALIASES, LADDER, Mode
+from hwcheck.spec.modes import ALIASES, LADDER, RULES, Mode
 from hwcheck.spec.state import State
 
-# the fields of a Mode that describe it rather than rule on anything
-DESCRIPTIVE = ("name", "kafka", "changes", "summary", "parent", "actions")
-RULES = tuple(f.name for f in dataclasses.fields(Mode) if f.name not in DESCRIPTIVE)
 ACTION_NAMES = tuple(name for name, _, _ in ACTIONS)
 BUILT_IN = frozenset(m.name for m in LADDER) | frozenset(ALIASES)
 # a mode's name becomes part of file names (hwcheck-<mode>-<invariant>.itf.json)

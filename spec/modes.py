@@ -360,16 +360,18 @@ def lineage(mode: Mode) -> Tuple[Mode, ...]:
     return tuple(reversed(line))
 
 
-_NOT_RULES = ("name", "kafka", "changes", "summary", "parent")
+# the fields of a Mode that describe it rather than rule on anything; the rest are its rules
+DESCRIPTIVE = ("name", "kafka", "changes", "summary", "parent", "actions")
+RULES = tuple(f.name for f in dataclasses.fields(Mode) if f.name not in DESCRIPTIVE)
 
 
-def rules_of(mode: Mode) -> dict:
-    """The rules a mode runs by: every field but its name, release range, changes, summary and parent.
+def same_rules(a: Mode, b: Mode) -> bool:
+    """Whether two modes rule alike: every rule and every replaced action the same.
 
-    >>> rules_of(MODES["kafka18991"]) == rules_of(MODES["kafka15583"])
+    >>> same_rules(MODES["kafka18991"], MODES["kafka15583"])
     False
     """
-    return {f.name: getattr(mode, f.name) for f in dataclasses.fields(mode) if f.name not in _NOT_RULES}
+    return all(getattr(a, name) == getattr(b, name) for name in RULES) and dict(a.actions) == dict(b.actions)
 
 
 def without_elr(mode: Mode) -> Optional[Mode]:
@@ -392,9 +394,9 @@ def without_elr(mode: Mode) -> Optional[Mode]:
     """
     if not mode.elr:
         return None
-    rules = rules_of(dataclasses.replace(mode, elr=False, elect_fenced_last_leader=False))
+    off = dataclasses.replace(mode, elr=False, elect_fenced_last_leader=False)
     for m in reversed(LADDER):
-        if rules_of(m) == rules:
+        if same_rules(m, off):
             return m
     return mode.variant(f"{mode.name}-no-elr", elr=False, elect_fenced_last_leader=False, summary="ELR off",
                         changes=(Change("the ELR feature is off: the rules of the releases before KIP-966",

@@ -16,6 +16,7 @@ from hwcheck.spec import Config, ConfigError, kafka_tla
 from hwcheck.spec.config import ModeName, resolve_mode
 from hwcheck.spec.kafka_tla.state import NONE, members
 from hwcheck.spec.modes import ALIASES, LADDER, without_elr
+from hwcheck.spec.releases import UnknownRelease, mode_for
 
 from . import render
 
@@ -27,7 +28,7 @@ DESIGN_MODES = [m.name for m in LADDER] + list(ALIASES)
 # kafka-tla modes the design model's --mode choice lacks
 OTHER_MODES = [m for m in kafka_tla.MODES if m not in DESIGN_MODES]
 DESIGN_ONLY = ("records", "crashes", "power_failures", "disk_losses", "max_epoch", "min_isr", "acks", "unclean_election",
-               "response_hw", "follower_reads", "no_elr")
+               "response_hw", "follower_reads", "kafka", "elr")
 TLA_ONLY = ("log_size", "max_records", "max_leader_epoch")
 
 
@@ -152,13 +153,22 @@ def design_config(knobs: dict, fail, families: bool = False) -> Config:
     family says so."""
     knobs = dict(knobs)
     path = knobs.pop("mode_file", None)
+    kafka, elr = knobs.pop("kafka", None), knobs.pop("elr", None)
+    ctx = click.get_current_context(silent=True)
     if path is not None:
-        ctx = click.get_current_context(silent=True)
         if ctx is not None and given(ctx, "mode"):
             fail("--mode and --mode-file do not combine (the file's MODE is the mode)")
         knobs["mode"] = load_mode_file(path, fail)
-    if knobs.pop("no_elr", False):
-        knobs["mode"] = _no_elr(knobs["mode"], fail)
+    if kafka is not None:
+        if path is not None or (ctx is not None and given(ctx, "mode")):
+            fail("--kafka picks the mode: it does not combine with --mode or --mode-file")
+        try:
+            knobs["mode"], note = mode_for(kafka, elr)
+        except UnknownRelease as e:
+            fail(f"--kafka {kafka}: {e}")
+        click.echo(f"--kafka {kafka}: mode {knobs['mode']} ({note})", err=True)
+    elif elr is not None:
+        knobs["mode"] = _with_elr(knobs["mode"], elr, fail)
     try:
         return Config(**knobs)
     except ConfigError as e:
@@ -169,13 +179,17 @@ def design_config(knobs: dict, fail, families: bool = False) -> Config:
         raise _bad_mode(e) from None
 
 
-def _no_elr(mode, fail):
-    """--no-elr: the mode (name or Mode) with the ELR feature off (spec.modes.without_elr), said
-    on stderr; a mode without ELR is refused in one line."""
+def _with_elr(mode, elr: bool, fail):
+    """--elr/--no-elr beside --mode: --no-elr runs the mode (name or Mode) with the ELR feature off
+    (spec.modes.without_elr) and says so on stderr; either is refused in one line for a mode
+    without ELR."""
     asked = mode_named(mode).definition
     off = without_elr(asked)
     if off is None:
-        fail(f"--no-elr: mode {asked.name} (Kafka {asked.kafka}) has no Eligible Leader Replicas (KIP-966, 4.0+)")
+        fail(f"--{'' if elr else 'no-'}elr: mode {asked.name} (Kafka {asked.kafka}) has no Eligible Leader "
+             f"Replicas (KIP-966, 4.0+; the modes with it: {', '.join(m.name for m in LADDER if m.elr)})")
+    if elr:
+        return mode
     click.echo(f"--no-elr: {asked.name} (Kafka {asked.kafka}) with ELR off follows {off.name}'s rules (Kafka "
                f"{off.kafka})", err=True)
     return off

@@ -61,9 +61,13 @@ def knob_options(fn=None, *, modes=None):
                      show_default=True, help="fetch response carries the leader HW from after or before its update"),
         click.option("--follower-reads/--leader-reads", default=DEFAULTS.follower_reads, show_default=True,
                      help="consumers may also read from followers (KIP-392, 2.4+)"),
-        click.option("--no-elr", "no_elr", is_flag=True, default=False,
-                     help="the mode's releases with the ELR feature off (4.0's default; a 4.1+ cluster upgraded "
-                     "from 3.x): runs the mode whose rules those are"),
+        click.option("--kafka", "kafka", metavar="VERSION", default=None,
+                     help="pick the mode by Kafka release instead of --mode: 3.9.1, or 3.9 for the newest 3.9.x "
+                     "(hwcheck modes lists the ranges)"),
+        click.option("--elr/--no-elr", "elr", default=None,
+                     help="Eligible Leader Replicas on or off (4.x): --no-elr runs the mode a cluster without the "
+                     "feature follows (4.0's default; a 4.1+ cluster upgraded from 3.x); default: the mode's, or "
+                     "with --kafka the release's"),
     ]
     return with_options(fn, options)
 

@@ -133,6 +133,16 @@ def _elr_setting(release: Release, mode_elr: bool, override: Optional[bool]) -> 
     return override if override is not None else mode_elr
 
 
+def cluster_mode(release: Release, elr: Optional[bool]) -> Tuple[str, Optional[bool]]:
+    """(the mode that predicts, the ELR feature to format with) for a cluster of ``release`` with
+    ``elr`` asked (None: the release's mode's): formatted without ELR, a 4.x cluster follows its
+    mode without ELR (spec.modes.without_elr)."""
+    from hwcheck.spec.modes import MODES, without_elr
+    mode = MODES[release.mode]
+    use_elr = _elr_setting(release, mode.elr, elr)
+    return (without_elr(mode).name if use_elr is False and mode.elr else mode.name), use_elr
+
+
 def plan_for(prediction: Prediction, invariant: Optional[str], proxy: Optional[bool]) -> Plan:
     """The compiled trace: through the replication proxy if ``proxy``, or (None) if the trace needs
     a message held (``needs_proxy``); a trace that needs one held refuses ``proxy=False``."""
@@ -153,16 +163,13 @@ def plan_for(prediction: Prediction, invariant: Optional[str], proxy: Optional[b
 def run(doc: dict, release: Release, lib: Path, *, elr: Optional[bool] = None, keep: Optional[Path] = None,
         timing: Optional[Timing] = None, log: Callable[[str], None] = lambda m: None,
         wait: float = 45.0, proxy: Optional[bool] = None) -> Outcome:
-    from hwcheck.spec.modes import MODES, without_elr
     cfg = doc["#meta"]["hwcheck"]["config"]
     invariant = doc["#meta"]["hwcheck"].get("invariant")
     if invariant is not None and invariant not in JUDGED:
         raise PlanError(f"judging {invariant} on a real cluster is not supported yet (reproduce judges "
                         f"{', '.join(JUDGED)})")
-    use_elr = _elr_setting(release, MODES[release.mode].elr, elr)
-    # a cluster formatted with ELR off follows the release's mode without ELR (spec.modes.without_elr)
-    mode = without_elr(MODES[release.mode]) if use_elr is False and MODES[release.mode].elr else MODES[release.mode]
-    prediction = predict(doc, mode.name)
+    mode, use_elr = cluster_mode(release, elr)
+    prediction = predict(doc, mode)
     plan = plan_for(prediction, invariant, proxy)
     outcome = Outcome(release, prediction, proxied=plan.proxied)
     started = time.monotonic()

@@ -32,6 +32,7 @@ hwcheck.spec.config.ConfigError: unknown mode 'what-if'; choose one of hw, kip10
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import asdict, dataclass, fields
 from typing import Optional, Union
 
@@ -106,6 +107,10 @@ def resolve_mode(mode: Union[str, Mode]) -> ModeName:
 
     >>> resolve_mode("epoch"), resolve_mode("epoch").definition.kafka
     ('kafka19522', '4.1+ (KRaft)')
+    >>> resolve_mode("kip96")
+    Traceback (most recent call last):
+    ...
+    hwcheck.spec.config.ConfigError: unknown mode 'kip96' (did you mean kip966?); choose one of hw, kip101, kip279, kip320, kip380, kafka10706, kafka10554, kafka13141, kip903, kafka15583, kafka18991, kip966, kafka18991-4.0, kafka19522 (or epoch, the newest)
     """
     if isinstance(mode, ModeName):
         return mode
@@ -121,7 +126,9 @@ def resolve_mode(mode: Union[str, Mode]) -> ModeName:
         raise ConfigError(f"mode must be a name, got {mode!r}", setting="mode")
     name = MODE_ALIASES.get(mode, mode)
     if name not in _MODES:
-        raise ConfigError(f"unknown mode {mode!r}; choose one of {', '.join(_MODES)} (or epoch, the newest)",
+        close = difflib.get_close_matches(mode, [*_MODES, *MODE_ALIASES], n=1)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        raise ConfigError(f"unknown mode {mode!r}{hint}; choose one of {', '.join(_MODES)} (or epoch, the newest)",
                           setting="mode")
     return ModeName(_MODES[name])
 

@@ -91,6 +91,119 @@ RELEASES: Tuple[Release, ...] = (
 _UNCOVERED = (("3.4.1", "3.5.99", "3.4.1-3.5.x: no mode covers it yet"),)
 
 
+class Line(NamedTuple):
+    """The releases one mode covers, first to last (``Mode.kafka`` as versions), and where their
+    metadata lives."""
+    first: str
+    last: str
+    mode: str
+    metadata: str
+
+
+# every release range a mode covers, oldest first; between them, what no mode covers (GAPS). The
+# newest release read is 4.4.0 (docs/model.md lists the methods compared release by release).
+LINES: Tuple[Line, ...] = (
+    Line("0.10.0.0", "0.10.2.2", "hw", ZOOKEEPER),
+    Line("0.11.0.0", "1.1.1", "kip101", ZOOKEEPER),
+    Line("2.0.0", "2.0.0", "kip279", ZOOKEEPER),
+    Line("2.1.0", "2.1.1", "kip320", ZOOKEEPER),
+    Line("2.2.0", "2.6.0", "kip380", ZOOKEEPER),
+    Line("2.6.1", "2.7.2", "kafka10706", ZOOKEEPER),
+    Line("2.8.0", "2.8.0", "kafka10554", ZOOKEEPER),
+    Line("2.8.1", "3.4.0", "kafka13141", ZOOKEEPER),
+    Line("3.6.0", "3.6.2", "kip903", KRAFT),
+    Line("3.7.0", "3.9.0", "kafka15583", KRAFT),
+    Line("3.9.1", "3.9.2", "kafka18991", KRAFT),
+    Line("4.0.0", "4.0.0", "kip966", KRAFT),
+    Line("4.0.1", "4.0.2", "kafka18991-4.0", KRAFT),
+    Line("4.1.0", "4.4.0", "kafka19522", KRAFT),
+)
+GAPS = (
+    ("2.0.1", "2.0.1", "2.0.1 already has 2.1's KAFKA-7415, KAFKA-7128 and KAFKA-7164 but not KIP-320's fencing"),
+    ("3.4.1", "3.5.99", "KAFKA-14704's fix (3.4.1) without KIP-903's broker epochs (3.6 KRaft)"),
+)
+# a cluster formatted at 4.1+ has ELR on (its bootstrap metadata version is 4.1-IV0 or later); 4.0
+# formats without it, and a cluster upgraded from 3.x keeps its bootstrap version
+ELR_DEFAULT_FROM = "4.1.0"
+
+
+class Covered(NamedTuple):
+    mode: str       # the mode that covers the release
+    version: str    # the exact release ("3.9" read as the newest 3.9.x of the releases table)
+    note: str       # what the mode stands for there, in one line
+
+
+def covering(version: str) -> Covered:
+    """The mode whose release range covers a Kafka version; a line ("3.9", "4") means the newest
+    release of it that a mode covers (3.4 is 3.4.0: 3.4.1 has none). UnknownRelease, naming the nearest modes and what differs, where no
+    mode covers it.
+
+    >>> covering("3.9")
+    Covered(mode='kafka18991', version='3.9.2', note='Kafka 3.9.2, KRaft (the model has no ZooKeeper mode after 3.4.0)')
+    >>> covering("3.3.2").note
+    'Kafka 3.3.2, ZooKeeper (the model has no KRaft mode before 3.6)'
+    >>> covering("2.6").mode, covering("2.6.0").mode
+    ('kafka10706', 'kip380')
+    >>> covering("3.5.1")
+    Traceback (most recent call last):
+    ...
+    hwcheck.spec.releases.UnknownRelease: no mode covers Kafka 3.5.1: KAFKA-14704's fix (3.4.1) without KIP-903's broker epochs (3.6 KRaft); the nearest modes are kafka13141 (to 3.4.0) and kip903 (from 3.6.0)
+    """
+    version = version.strip()
+    if not version or not all(p.isdigit() for p in version.split(".")):
+        raise UnknownRelease(f"{version!r} is not a Kafka version (e.g. 3.9.1, or 3.9 for the newest 3.9.x)")
+    key = version_key(version)
+    exact = len(key) >= 3
+    width = len(key) if not exact else None
+    lines = [line for line in LINES
+             if version_key(line.first)[:width] <= key <= version_key(line.last)[:width]]
+    if lines:
+        line = lines[-1]
+        if not exact:
+            version = line.last if version_key(line.last)[:width] == key else f"{version}.x"
+        kafka = f"Kafka {version}, {'ZooKeeper' if line.metadata == ZOOKEEPER else 'KRaft'}"
+        if line.metadata == ZOOKEEPER and key >= (3, 0):
+            kafka += " (the model has no KRaft mode before 3.6)"
+        elif line.metadata == KRAFT and key < (4,):
+            kafka += " (the model has no ZooKeeper mode after 3.4.0)"
+        return Covered(line.mode, version, kafka)
+    below = [line for line in LINES if version_key(line.last) < key]
+    above = [line for line in LINES if version_key(line.first) > key]
+    why = next((text for low, high, text in GAPS if version_key(low) <= key <= version_key(high)),
+               "newer than the newest release read (4.4.0)" if not above else
+               "older than the oldest mode" if not below else "no mode covers it")
+    near = ([f"{below[-1].mode} (to {below[-1].last})"] if below else []) + \
+           ([f"{above[0].mode} (from {above[0].first})"] if above else [])
+    raise UnknownRelease(f"no mode covers Kafka {version}: {why}; the nearest mode{'s are' if len(near) > 1 else ' is'} "
+                         + " and ".join(near))
+
+
+def mode_for(version: str, elr: Optional[bool] = None) -> Tuple[str, str]:
+    """``(mode, note)`` for ``--kafka VERSION``: the covering mode, with the ELR feature as the
+    release formats a cluster (off in 4.0, on from 4.1) unless ``elr`` says otherwise; with ELR off a
+    4.x mode follows ``spec.modes.without_elr`` of it. UnknownRelease where none applies.
+
+    >>> mode_for("4.0"), mode_for("4.0", elr=True)[0], mode_for("4.1")[0], mode_for("4.1.1", elr=False)[0]
+    (('kafka18991', 'Kafka 4.0.2, KRaft, ELR off (4.0 formats without it; --elr for kafka18991-4.0)'), 'kafka18991-4.0', 'kafka19522', 'kafka18991')
+    """
+    from .modes import MODES, without_elr
+    name, exact, note = covering(version)
+    mode = MODES[name]
+    if not mode.elr:
+        if elr:
+            raise UnknownRelease(f"--elr: the model has no mode for Kafka {exact} with Eligible Leader Replicas "
+                                 "(its ELR modes start at 4.0.0)")
+        return name, note
+    default = version_key(exact.replace(".x", ".0")) >= version_key(ELR_DEFAULT_FROM)
+    on = default if elr is None else elr
+    if on:
+        return name, note + (", ELR on (a cluster formatted at 4.1+; --no-elr for one upgraded from 3.x)"
+                             if default else ", ELR on (--elr)")
+    off = without_elr(mode).name
+    return off, note + (f", ELR off (--no-elr; {name} with ELR)" if default else
+                        f", ELR off (4.0 formats without it; --elr for {name})")
+
+
 class UnknownRelease(ValueError):
     """A version the table has no row for (the message lists what it has)."""
 

@@ -66,10 +66,16 @@ def test_verify_bad_knobs_exit_2_with_one_line(args, words):
 
 @pytest.mark.parametrize("args, words", [
     (["--mode=kafka15583", "--no-elr"], "--no-elr: mode kafka15583 (Kafka 3.7-3.9.0 (KRaft)) has no Eligible Leader Replicas"),
-    (["--mode=hw", "--no-elr"], "--no-elr: mode hw"),
-    (["--model=kafka-tla", "--no-elr"], "--no-elr does not apply to --model kafka-tla"),
+    (["--mode=hw", "--elr"], "--elr: mode hw"),
+    (["--model=kafka-tla", "--no-elr"], "--elr does not apply to --model kafka-tla"),
+    (["--model=kafka-tla", "--kafka=3.9"], "--kafka does not apply to --model kafka-tla"),
+    (["--kafka=3.9", "--mode=hw"], "--kafka picks the mode: it does not combine with --mode or --mode-file"),
+    (["--kafka=3.5.1"], "--kafka 3.5.1: no mode covers Kafka 3.5.1"),
+    (["--kafka=3.9", "--elr"], "the model has no mode for Kafka 3.9.2 with Eligible Leader Replicas"),
+    (["--kafka=three"], "'three' is not a Kafka version"),
+    (["--mode=kip96"], "unknown mode 'kip96' (did you mean kip966?)"),
 ])
-def test_no_elr_without_elr_is_refused_in_one_line(args, words):
+def test_elr_and_kafka_version_refusals_are_one_line(args, words):
     assert words in one_line_error(run_cli_here("verify", *args))
 
 
@@ -82,6 +88,14 @@ def test_no_elr_runs_the_mode_without_elr_and_says_so():
     assert "--no-elr: kafka19522 (Kafka 4.1+ (KRaft)) with ELR off follows kafka18991's rules" in done.stderr
     assert "mode=kafka18991 " in done.stdout
     assert "violated: NoCommittedDataLoss after 13 steps" in done.stdout
+
+
+def test_kafka_version_picks_the_mode_and_says_which():
+    done = run_cli_here("verify", "--kafka=4.0", "--min-isr=2", "--power-failures=1", "--crashes=0",
+                        "--out", os.devnull, "--force")
+    assert done.returncode == 1, done.stderr
+    assert "--kafka 4.0: mode kafka18991 (Kafka 4.0.2, KRaft, ELR off (4.0 formats without it" in done.stderr
+    assert "mode=kafka18991 " in done.stdout
 
 
 def test_verify_unknown_mode_is_a_usage_error():

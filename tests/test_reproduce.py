@@ -4,13 +4,15 @@ comparison against recorded cluster states, the reproductions table, and bad inp
 import json
 import tomllib
 
+import re
+
 import pytest
 
 from hwcheck.checker.trace import load_itf, replay
 from hwcheck.cluster.observe import ReplicaView, View, compare
 from hwcheck.cluster.plan import PlanError, awaited_closure, compile_trace
 from hwcheck.cluster.report import parse_reproductions
-from hwcheck.cluster.run import judge, predict
+from hwcheck.cluster.run import cluster_mode, judge, predict
 from hwcheck.spec.modes import MODES
 from hwcheck.spec.releases import RELEASES, UnknownRelease, release, releases_of
 
@@ -37,6 +39,36 @@ def test_every_release_names_a_mode_and_a_line_picks_its_newest():
         release("3.5.0")
     with pytest.raises(UnknownRelease, match="not a Kafka version"):
         release("latest")
+
+
+def test_the_ranges_cover_every_pinned_release_with_its_own_mode_and_each_mode_once():
+    from hwcheck.spec.modes import LADDER
+    from hwcheck.spec.releases import LINES, covering, version_key
+    assert all(covering(r.version).mode == r.mode for r in RELEASES)
+    assert [line.mode for line in LINES] == [m.name for m in LADDER]
+    assert all(version_key(a.last) < version_key(b.first) for a, b in zip(LINES, LINES[1:]))
+
+
+@pytest.mark.parametrize("version, elr, mode", [
+    ("0.10.2.1", None, "hw"), ("1.0.2", None, "kip101"), ("2.6", None, "kafka10706"), ("3.3.2", None, "kafka13141"),
+    ("3.9", None, "kafka18991"), ("4.0.0", None, "kafka15583"), ("4.0.0", True, "kip966"),
+    ("4.0", None, "kafka18991"), ("4.0", True, "kafka18991-4.0"), ("4.1.1", None, "kafka19522"),
+    ("4", False, "kafka18991"),
+])
+def test_kafka_version_picks_the_mode_with_elr_as_the_release_formats(version, elr, mode):
+    from hwcheck.spec.releases import mode_for
+    assert mode_for(version, elr)[0] == mode
+
+
+@pytest.mark.parametrize("version, elr, words", [
+    ("3.5.1", None, "nearest modes are kafka13141 (to 3.4.0) and kip903 (from 3.6.0)"),
+    ("2.0.1", None, "not KIP-320's fencing"), ("0.9.0.1", None, "older than the oldest mode"),
+    ("4.5.0", None, "newer than the newest release read (4.4.0)"), ("3.9.1", True, "ELR modes start at 4.0.0"),
+])
+def test_a_version_no_mode_covers_names_the_nearest(version, elr, words):
+    from hwcheck.spec.releases import mode_for
+    with pytest.raises(UnknownRelease, match=re.escape(words)):
+        mode_for(version, elr)
 
 
 def test_a_follower_that_never_gets_a_record_is_paused_until_its_leader_dies():
@@ -124,7 +156,8 @@ def test_the_reproductions_table_parses_and_its_traces_replay():
         _plan(doc)                                       # compiles at this stage (no proxy needed)
         for version, expected in row.expect.items():
             if version not in row.disagrees:       # a known disagreement is documented in docs/results.md
-                assert predict(doc, release(version).mode).outcome == expected, (row.name, version)
+                mode, _ = cluster_mode(release(version), row.elr)
+                assert predict(doc, mode).outcome == expected, (row.name, version)
 
 
 @pytest.mark.parametrize("args, says", [

@@ -202,6 +202,18 @@ def _core(model: Model, s) -> dict:
     }
 
 
+def _shared(a: dict, b: dict) -> Tuple[dict, dict]:
+    """Two modes' cores with the controller fields only one of them has left out (ELR, broker
+    epochs): a difference of behaviour, not of the state's shape.
+
+    >>> _shared({"controller": {"leader": 0, "elr": []}}, {"controller": {"leader": 0}})
+    ({'controller': {'leader': 0}}, {'controller': {'leader': 0}})
+    """
+    both = a["controller"].keys() & b["controller"].keys()
+    return tuple({**core, "controller": {k: v for k, v in core["controller"].items() if k in both}}
+                 for core in (a, b))
+
+
 @dataclass
 class Differential:
     """The stored schedule of steps run under another mode."""
@@ -249,7 +261,7 @@ def differential(doc: dict, mode: str) -> Differential:
         diff.trace.labels.append(label)
         note(i, state)
         if diff.parted_at is None:
-            a, b = _core(original.model, original.trace.states[i]), _core(model, state)
+            a, b = _shared(_core(original.model, original.trace.states[i]), _core(model, state))
             if a != b:
                 diff.parted_at = i
                 diff.parted_how = f"{text}: " + _first_difference(b, a).replace(

@@ -199,6 +199,15 @@ def test_differential_replay_shows_kafka_6361_still_diverging_under_2_0():
     assert "breaks under kip279: NoLogDivergence at step 21" in proc.stdout
 
 
+def test_differential_replay_across_state_shapes_leads_with_behaviour():
+    """kafka15583 (3.9) has no ELR fields and kafka19522 (4.1) has: the first difference named is
+    the ISR emptying at step 10, not the ELR field's absence at step 1 (in-process)."""
+    from hwcheck.checker.trace import differential, load_itf
+    diff = differential(load_itf((CX / "kafka15583-power-failure-min-isr-2-loss.itf.json").read_text()), "kafka19522")
+    assert diff.parted_at == 10 and diff.parted_how.startswith("controller_handle_failure(r0): controller.isr")
+    assert diff.refused_at == 12
+
+
 def test_differential_replay_under_the_same_mode_never_parts():
     proc = run_cli("replay", CX / "hw-data-loss.itf.json", "--mode", "hw")
     assert "never parts ways" in proc.stdout and "NoCommittedDataLoss at step 11" in proc.stdout

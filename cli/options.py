@@ -30,6 +30,18 @@ def fail(message: str) -> "click.exceptions.Exit":
     raise click.exceptions.Exit(EXIT_USAGE)
 
 
+def switch(decls: str, *names, default=None, shown: str = "", **extra):
+    """A flag pair ``--on/--off``: the last one given wins in click, so giving both is refused
+    here in one line (exit 2); ``shown`` is the default as --help shows it."""
+    def one_way(ctx, param, values):
+        if len(set(values)) > 1:
+            fail(f"{param.opts[0]} and {param.secondary_opts[0]} contradict each other: give one")
+        return values[-1] if values else default
+    if shown:
+        extra["help"] = f"{extra.get('help', '')}  [default: {shown}]".strip()
+    return click.option(decls, *names, multiple=True, callback=one_way, **extra)
+
+
 def knob_options(fn=None, *, modes=None):
     """Every knob of Config as an option, defaults from Config itself (one source of truth).
     ``modes``: the --mode choices (default: the design model's modes and the kafka-tla ones,
@@ -55,16 +67,17 @@ def knob_options(fn=None, *, modes=None):
         click.option("--min-isr", type=int, default=DEFAULTS.min_isr, show_default=True,
                      help="min.insync.replicas"),
         click.option("--acks", type=click.Choice(ACKS), default=DEFAULTS.acks, show_default=True),
-        click.option("--unclean-election/--clean-election", default=DEFAULTS.unclean_election,
-                     show_default=True, help="unclean.leader.election.enable"),
+        switch("--unclean-election/--clean-election", default=DEFAULTS.unclean_election,
+               shown="unclean" if DEFAULTS.unclean_election else "clean", help="unclean.leader.election.enable"),
         click.option("--response-hw", type=click.Choice(RESPONSE_HW), default=DEFAULTS.response_hw,
                      show_default=True, help="fetch response carries the leader HW from after or before its update"),
-        click.option("--follower-reads/--leader-reads", default=DEFAULTS.follower_reads, show_default=True,
-                     help="consumers may also read from followers (KIP-392, 2.4+)"),
+        switch("--follower-reads/--leader-reads", default=DEFAULTS.follower_reads,
+               shown="follower" if DEFAULTS.follower_reads else "leader",
+               help="consumers may also read from followers (KIP-392, 2.4+)"),
         click.option("--kafka", "kafka", metavar="VERSION", default=None,
                      help="pick the mode by Kafka release instead of --mode: 3.9.1, or 3.9 for the newest 3.9.x "
                      "(hwcheck modes lists the ranges)"),
-        click.option("--elr/--no-elr", "elr", default=None,
+        switch("--elr/--no-elr", "elr",
                      help="Eligible Leader Replicas on or off (4.x): --no-elr runs the mode a cluster without the "
                      "feature follows (4.0's default; a 4.1+ cluster upgraded from 3.x); default: the mode's, or "
                      "with --kafka the release's"),

@@ -22,7 +22,7 @@ from hwcheck.checker.families import DESIGN
 from hwcheck.checker.trace import TraceError, load_itf, replay as replay_trace, trace_family
 from hwcheck.spec.releases import RELEASES, UnknownRelease, newest_of, release as find_release, releases_of
 
-from .options import EXIT_HOLDS, EXIT_INTERRUPTED, EXIT_VIOLATION, fail, read_text
+from .options import EXIT_HOLDS, EXIT_INTERRUPTED, EXIT_VIOLATION, fail, read_text, switch
 
 
 def _say(msg: str) -> None:
@@ -167,7 +167,7 @@ def load_reproductions(path: Path):
 @click.option("--kafka", "versions", multiple=True, metavar="VERSION",
               help="the release to run (3.9.1 exactly, 3.9 the newest 3.9.x in the table); repeat for a "
                    "differential; default: the newest release of the trace's mode")
-@click.option("--elr/--no-elr", default=None, help="the ELR feature at format (KRaft 4.0+); default: the mode's")
+@switch("--elr/--no-elr", help="the ELR feature at format (KRaft 4.0+); default: the mode's")
 @click.option("--keep", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="keep the evidence (brokers' logs, configs, data) in this new folder, one subfolder per release")
 @click.option("--json", "as_json", is_flag=True, help="one JSON document instead of the tables")
@@ -175,8 +175,8 @@ def load_reproductions(path: Path):
 @click.option("--check-releases", is_flag=True, help="resolve every pinned release (and its sources) and print what resolved")
 @click.option("--wait", type=click.FloatRange(1, 600), default=45.0, show_default=True,
               help="seconds to wait for the cluster to reach a checkpoint of the model")
-@click.option("--proxy/--no-proxy", default=None,
-              help="place every Fetch and OffsetsForLeaderEpoch through the replication proxy; "
+@switch("--proxy/--no-proxy",
+        help="place every Fetch and OffsetsForLeaderEpoch through the replication proxy; "
                    "default: where the trace needs a message held")
 def reproduce(trace_file, versions, elr, keep, as_json, run_all, check_releases: bool, wait, proxy):
     """Run a counterexample on a real Kafka cluster (brokers from Maven Central's jars, on

@@ -16,7 +16,7 @@ from hwcheck.checker.trace import to_itf
 from .html import render_html
 from .models import build_model, model_options, settings_line, trace_table
 from .options import (EXIT_HOLDS, EXIT_INTERRUPTED, EXIT_VIOLATION, check_writable, fail, free_default_path,
-                      knob_options, refuse_quiet_with_verbose, write_after_run, write_trace)
+                      knob_options, refuse_quiet_with_verbose, switch, write_after_run, write_trace)
 from .progress import Progress, level as progress_level
 
 DEFAULT_RUNS = 10_000
@@ -32,8 +32,8 @@ DEFAULT_RUNS = 10_000
 @click.option("--depth", type=int, default=50, show_default=True, help="steps a walk takes at most")
 @click.option("--time", "time_limit", type=float, default=None, metavar="SECONDS",
               help="stop after this long (a timed run is not reproducible)")
-@click.option("--swarm/--uniform", default=True, show_default=True,
-              help="swarm: each walk draws its own event kinds and event rate; uniform: every enabled "
+@switch("--swarm/--uniform", default=True, shown="swarm",
+        help="swarm: each walk draws its own event kinds and event rate; uniform: every enabled "
                    "step equally likely")
 @click.option("--invariant", "only", multiple=True, metavar="NAME",
               help="check only this invariant (repeatable); default: all")

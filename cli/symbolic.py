@@ -21,7 +21,7 @@ from hwcheck.spec import ConfigError
 from hwcheck.spec.auxiliary import AUXILIARY
 from hwcheck.spec.state import LEADER, UNDEFINED, replica_name
 
-from .options import EXIT_HOLDS, EXIT_INTERRUPTED, EXIT_VIOLATION, check_writable, fail, knob_options, make_config
+from .options import EXIT_HOLDS, EXIT_INTERRUPTED, EXIT_VIOLATION, check_writable, fail, knob_options, make_config, switch
 from .models import DESIGN_MODES
 from .render import controller_cell, messages_cell, replica_cell, replica_names, settings_line, trace_table
 
@@ -78,8 +78,8 @@ def _z3_config_errors(fn):
 @click.option("--invariant", "names", multiple=True, metavar="NAME", required=True,
               help="the invariant to prove (repeatable: their conjunction)")
 @click.option("--k", "k", type=click.IntRange(min=1), default=1, show_default=True, help="induction depth")
-@click.option("--aux/--no-aux", default=True, show_default=True,
-              help="strengthen with the auxiliary invariants of spec/auxiliary.py")
+@switch("--aux/--no-aux", default=True, shown="aux",
+        help="strengthen with the auxiliary invariants of spec/auxiliary.py")
 @click.option("--discover", is_flag=True,
               help="find strengthening lemmas (Houdini): template instances true in every state bfs "
                    "reaches, pruned by z3 to an inductive set (k=1; docs/proofs.md)")

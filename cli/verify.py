@@ -133,6 +133,8 @@ class Say(CheckObserver):
             click.echo(f"weakly fair: {', '.join(checked.fair)} (any other step may never happen; stuttering allowed)")
             return
         click.echo(f"hwcheck verify: {settings_line(cfg)}")
+        for left_out in getattr(cfg, "rules_out", tuple)():
+            click.echo(f"note: these bounds allow {left_out}")
         if r.engine == "z3":
             click.echo(f"engine z3 (bounded model checking to depth {r.depth}); invariants "
                        f"{', '.join(checked.invariants)}")

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import asdict, dataclass, fields
-from typing import Optional, Union
+from typing import Optional, Tuple, Union
 
 from .modes import ALIASES as MODE_ALIASES, MODES as _MODES, Mode
 
@@ -200,6 +200,22 @@ class Config:
         if self.follower_reads and not mode.definition.follower_reads:
             raise ConfigError(f"follower_reads: mode {mode} ({mode.definition.kafka}) predates reads from "
                               "followers (KIP-392, 2.4)")
+
+    def rules_out(self) -> Tuple[str, ...]:
+        """What these bounds leave out altogether, for a run to say beside its verdict (a "holds"
+        then says nothing about it).
+
+        >>> Config(max_epoch=0).rules_out()
+        ('no leader election (max_epoch=0): r0 leads throughout',)
+        """
+        out = []
+        if self.max_epoch == 0:
+            out.append("no leader election (max_epoch=0): r0 leads throughout")
+        if self.replicas == 1:
+            out.append("no replication (replicas=1): no follower, no fetch")
+        if self.crashes == self.power_failures == self.disk_losses == 0:
+            out.append("no fault (crashes, power failures and disk losses all 0)")
+        return tuple(out)
 
     @property
     def mode_definition(self) -> Mode:

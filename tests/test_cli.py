@@ -88,6 +88,13 @@ def test_contradictory_flags_are_refused_not_resolved_by_the_last(command, args)
     assert f"{args[0]} and {args[1]} contradict each other: give one" in one_line_error(run_cli_here(command, *args))
 
 
+def test_bounds_that_leave_elections_out_say_so_beside_the_verdict():
+    done = run_cli_here("verify", "--max-epoch=0", "--records=1", "--quiet")
+    assert done.returncode == 0, done.stderr
+    assert "note: these bounds allow no leader election (max_epoch=0): r0 leads throughout" in done.stdout
+    assert "note:" not in run_cli_here("verify", "--mode=hw", "--records=1", "--crashes=1", "--max-depth=3").stdout
+
+
 def test_no_elr_runs_the_mode_without_elr_and_says_so():
     """4.1 upgraded from 3.x (ELR off) loses a record after one power failure at min ISR 2, which 4.1
     with ELR survives (the gate's kafka19522-power-failure-min-isr-2 and -no-elr- rows)."""

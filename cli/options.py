@@ -168,7 +168,10 @@ def free_default_path(cfg: Config, invariant: str) -> Path:
 
 
 def read_text(path: Path) -> str:
+    """The text of a file a command names; ``-`` is standard input (a trace piped in)."""
     try:
+        if str(path) == "-":
+            return sys.stdin.read()
         return path.read_text()
     except OSError as e:
         fail(f"cannot read {path}: {e.strerror}")

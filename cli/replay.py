@@ -25,7 +25,7 @@ from .options import (EXIT_HOLDS, EXIT_VIOLATION, check_writable, fail, read_tex
 
 
 @click.command()
-@click.argument("trace_file", metavar="TRACE", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("trace_file", metavar="TRACE", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path))
 @mode_option(DESIGN_MODES, "--mode", "other_mode", default=None,
              help="differential replay: run the same schedule of steps under this mode")
 @mode_file_option(help="the variant (docs/variants.md) a trace was found under; a trace of another mode is "

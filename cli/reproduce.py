@@ -163,7 +163,7 @@ def load_reproductions(path: Path):
 
 
 @click.command()
-@click.argument("trace_file", metavar="[TRACE]", required=False, type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("trace_file", metavar="[TRACE]", required=False, type=click.Path(dir_okay=False, allow_dash=True, path_type=Path))
 @click.option("--kafka", "versions", multiple=True, metavar="VERSION",
               help="the release to run (3.9.1 exactly, 3.9 the newest 3.9.x in the table); repeat for a "
                    "differential; default: the newest release of the trace's mode")

@@ -88,6 +88,16 @@ def test_contradictory_flags_are_refused_not_resolved_by_the_last(command, args)
     assert f"{args[0]} and {args[1]} contradict each other: give one" in one_line_error(run_cli_here(command, *args))
 
 
+def test_a_trace_is_read_from_a_pipe_as_dash():
+    from click.testing import CliRunner
+    from hwcheck.cli.main import cli
+    text = (CX / "hw-data-loss.itf.json").read_text()
+    done = CliRunner().invoke(cli, ["replay", "-", "--quiet"], input=text, catch_exceptions=False)
+    assert done.exit_code == 0 and "NoCommittedDataLoss broken in the last state" in done.stdout
+    bad = CliRunner().invoke(cli, ["replay", "-"], input="{", catch_exceptions=False)
+    assert bad.exit_code == 2 and "-: malformed JSON" in bad.stderr
+
+
 def test_bounds_that_leave_elections_out_say_so_beside_the_verdict():
     done = run_cli_here("verify", "--max-epoch=0", "--records=1", "--quiet")
     assert done.returncode == 0, done.stderr

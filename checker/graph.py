@@ -37,20 +37,22 @@ from .bfs import fingerprint
 from .symmetry import canonical_form, inverse, rename_label
 from .result import Trace
 
-DEFAULT_MAX_NODES = 250_000
+# the main job's defaults (`verify --liveness --mode=epoch`: 264,673 nodes, about 0.9 GB) fit, with room
+DEFAULT_MAX_NODES = 500_000
 FORMATS = (".dot", ".graphml", ".json")
 
 
 class GraphTooLarge(Exception):
     """The graph passed the node limit; the message says how far it got and estimates the size."""
 
-    def __init__(self, limit: int, explored: int, depth: int, open_states: int, estimate: int):
+    def __init__(self, limit: int, explored: int, depth: int, open_states: int, estimate: Optional[int]):
         self.limit, self.explored, self.depth, self.open_states, self.estimate = (
             limit, explored, depth, open_states, estimate)
+        guess = (f"estimated ~{estimate:,} nodes in all (extrapolated from the BFS layer sizes)" if estimate else
+                 "the search front still grows level by level, so no estimate of the total yet")
         super().__init__(
             f"the state graph has more than --max-nodes={limit:,} nodes: {explored:,} found by depth "
-            f"{depth} with {open_states:,} still unexplored; estimated ~{estimate:,} nodes in all "
-            f"(extrapolated from the BFS layer sizes); raise --max-nodes or tighten the bounds")
+            f"{depth} with {open_states:,} still unexplored; {guess}; raise --max-nodes or tighten the bounds")
 
 
 class GraphInterrupted(Exception):
@@ -61,14 +63,19 @@ class GraphInterrupted(Exception):
         super().__init__(f"explored {explored:,} states of the state graph to depth {depth}")
 
 
-def _estimate(layers: List[int], total: int) -> int:
-    """Rough total from BFS layer sizes: a growing front is mirrored (a bell), a shrinking one is
-    continued geometrically."""
+def _estimate(layers: List[int], total: int) -> Optional[int]:
+    """Rough total from BFS layer sizes once the front shrinks, continued geometrically; None while
+    it still grows (a space whose front is still growing can be any size: mirroring it guessed ~20
+    nodes for 194,557).
+
+    >>> _estimate([1, 4, 9], 14) is None, _estimate([1, 4, 9, 6], 20)
+    (True, 32)
+    """
     if len(layers) < 2 or layers[-2] == 0:
-        return 2 * total
+        return None
     ratio = layers[-1] / layers[-2]
     if ratio >= 0.95:
-        return 2 * total
+        return None
     return int(total + layers[-1] * ratio / (1 - ratio))
 
 

@@ -27,6 +27,9 @@ def test_epoch_defaults_hold_over_the_whole_space():
     r = bfs(Model(Config(mode="epoch")), workers=2)
     assert r.verdict == "holds" and r.complete and r.violations == []
     assert r.distinct_states > 10_000 and r.depth > 20
+    # the state graph of the main job's defaults fits the default node limit of --liveness and graph
+    from hwcheck.checker.graph import DEFAULT_MAX_NODES
+    assert r.distinct_states < DEFAULT_MAX_NODES
 
 
 def test_search_is_deterministic():

@@ -1,6 +1,6 @@
 """The choice of model family on the command line (``--model``), its options, the ``--mode`` and
 ``--mode-file`` options, and rendering that depends on the family. ``design`` (the default) is the
-model of DESIGN.md, with the knobs of cli/options.py (``knob_options``); ``kafka-tla`` is the port of
+model of docs/model.md, with the knobs of cli/options.py (``knob_options``); ``kafka-tla`` is the port of
 the community's TLA+ spec, with its TLA+ constants. A mode is checked once, by the family's Config;
 this module only words the Config's refusal for the command line."""
 
@@ -43,7 +43,7 @@ def model_options(fn):
     """``--model`` and the constants of the kafka-tla family."""
     options = [
         click.option("--model", "model_family", type=click.Choice(list(FAMILIES)), default=DESIGN,
-                     show_default=True, help="model family: design (DESIGN.md) or kafka-tla (the community's "
+                     show_default=True, help="model family: design (hwcheck's own, docs/model.md) or kafka-tla (the community's "
                      "TLA+ spec; modes " + ", ".join(kafka_tla.MODES) + ")"),
         click.option("--log-size", type=int, default=TLA_DEFAULTS.log_size, show_default=True,
                      help="kafka-tla: LogSize"),

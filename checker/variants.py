@@ -207,10 +207,12 @@ def differences(mode: Mode, base: Mode) -> List[Tuple[str, object, object]]:
     """``(rule or 'action NAME', base's value, mode's value)`` where the two modes differ."""
     out = [(name, getattr(base, name), getattr(mode, name)) for name in RULES
            if getattr(base, name) != getattr(mode, name)]
+    # an action no mode replaces is spec/actions.py's own: name it rather than None
+    built_in = {name: fn for name, fn, _ in ACTIONS}
     mine, theirs = dict(mode.actions), dict(base.actions)
     for name in sorted(set(mine) | set(theirs)):
         if mine.get(name) is not theirs.get(name):
-            out.append((f"action {name}", theirs.get(name), mine.get(name)))
+            out.append((f"action {name}", theirs.get(name, built_in.get(name)), mine.get(name, built_in.get(name))))
     return out
 
 

@@ -120,6 +120,17 @@ def test_replay_without_the_mode_file_names_it(example_trace):
     assert f"--mode-file {EXAMPLE}" in one_line_error(proc) and proc.stdout == ""
 
 
+def test_a_replaced_action_names_the_built_in_it_replaces():
+    from hwcheck.checker.variants import differences
+    from hwcheck.spec.actions import produce
+    from hwcheck.spec.modes import MODES
+
+    def produce_twice(s, rules, r):
+        return produce(s, rules, r)
+    mine = MODES["kip380"].variant("twice", actions={"produce": produce_twice})
+    assert differences(mine, MODES["kip380"]) == [("action produce", produce, produce_twice)]
+
+
 def test_the_example_in_hwcheck_modes():
     proc = run_cli("modes", "--mode-file", EXAMPLE)
     assert proc.returncode == 0, proc.stderr

@@ -153,9 +153,14 @@ def write_trace(path: Path, doc: dict) -> bool:
     """Write an ITF document after a search and say where (or that ``path`` refused it, the
     verdict standing: ``write_after_run``). False when the write failed."""
     written = write_after_run(path, json.dumps(doc, indent=1) + "\n", "the trace")
-    click.echo(f"trace: {path} (replay with: hwcheck replay {path})" if written
-               else f"trace: not written ({path} refused it)")
+    click.echo(f"trace: {path} (replay with: {replay_command(path, doc['#meta']['hwcheck'].get('mode_file'))})"
+               if written else f"trace: not written ({path} refused it)")
     return written
+
+
+def replay_command(path: Path, mode_file=None) -> str:
+    """The command that replays a trace written at ``path``, with the mode file of a variant's."""
+    return f"hwcheck replay {path}" + (f" --mode-file {mode_file}" if mode_file else "")
 
 
 def free_default_path(cfg: Config, invariant: str) -> Path:

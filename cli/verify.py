@@ -21,7 +21,7 @@ from hwcheck.spec.actions import ACTIONS
 from . import jsonout
 from .models import DESIGN_ONLY, TLA_ONLY, build_config, given, model_options, settings_line, trace_table
 from .options import (EXIT_HOLDS, EXIT_INTERRUPTED, EXIT_VIOLATION, check_writable, fail, free_default_path,
-                      interrupted, knob_options, refuse_quiet_with_verbose, write_after_run, write_trace)
+                      interrupted, knob_options, refuse_quiet_with_verbose, replay_command, write_after_run, write_trace)
 from .progress import Progress, level as progress_level
 from .render import figures_line
 
@@ -247,7 +247,7 @@ def render_liveness(checked: CheckResult, out, quiet: bool):
             click.echo(trace_table(model, lasso.trace, [f"{name} (loops back to step {lasso.loop})"]))
         path = out if (out is not None and broken == 1) else free_default_path(model.cfg, name)
         if write_after_run(path, json.dumps(lasso_to_itf(model, lasso, fair), indent=1) + "\n", "the lasso"):
-            click.echo(f"  trace: {path} (replay with: hwcheck replay {path})")
+            click.echo(f"  trace: {path} (replay with: {replay_command(path, variants.file_of(model.cfg))})")
         else:
             click.echo(f"  trace: not written ({path} refused it)")
     bad_states = sum(1 for _, d in g.nodes(data=True) if d["violated"])

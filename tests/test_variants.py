@@ -155,6 +155,7 @@ def test_verify_records_the_mode_file_and_replay_needs_it(tmp_path):
     expected = bfs(Model(Config(mode="hw", records=1)))
     assert proc.returncode == 1, proc.stderr
     assert f"verdict: violated: NoCommittedDataLoss after {expected.violations[0].steps} steps" in proc.stdout
+    assert f"(replay with: hwcheck replay {out} --mode-file {variant})" in proc.stdout
     meta = json.loads(out.read_text())["#meta"]["hwcheck"]
     assert meta["config"]["mode"] == "hw-copy" and meta["mode_file"] == str(variant)
     line = one_line_error(run_cli_here("replay", out))

@@ -331,6 +331,9 @@ def start_spark(master: Optional[str] = None, app_name: str = "hwcheck", log_pat
     submitted = "PYSPARK_GATEWAY_PORT" in os.environ      # spark-submit runs us, its JVM is up
     if master is None and not submitted:
         master = "local[*]"
+    if not submitted and not _java_found():
+        raise SparkEngineError("Java was not found (no java on the PATH, JAVA_HOME unset or without bin/java): "
+                               "the Spark engine needs Java 17 (docs/engines.md)")
     scratch = tempfile.mkdtemp(prefix="hwcheck-spark-")
     log_path = Path(log_path or Path(scratch) / "spark.log")
     # no hsperfdata file in /tmp (written outside java.io.tmpdir, left behind by a killed JVM)
@@ -390,6 +393,15 @@ def start_spark(master: Optional[str] = None, app_name: str = "hwcheck", log_pat
     if not sc.master.startswith("local"):
         sc.addPyFile(_shipped_package(scratch))
     return sc
+
+
+def _java_found() -> bool:
+    """Whether Spark's launcher will find a java: $JAVA_HOME/bin/java if JAVA_HOME is set, else
+    java on the PATH (what bin/spark-class looks for)."""
+    home = os.environ.get("JAVA_HOME")
+    if home:
+        return os.access(os.path.join(home, "bin", "java"), os.X_OK)
+    return shutil.which("java") is not None
 
 
 def stop_spark(sc, keep_log: bool = False) -> None:

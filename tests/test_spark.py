@@ -218,3 +218,15 @@ def test_a_spark_run_leaves_no_temp_files(tmp_path):
                           env={**os.environ, "TMPDIR": str(tmp)}, cwd=tmp_path)
     assert proc.returncode in (0, 1) and proc.stderr == "", proc.stdout + proc.stderr
     assert list(tmp.iterdir()) == []
+
+
+def test_without_java_spark_says_so_and_leaves_no_temp_folder(tmp_path, monkeypatch):
+    import glob
+    import tempfile
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))               # no java on it
+    before = set(glob.glob(os.path.join(tempfile.gettempdir(), "hwcheck-spark-*")))
+    with pytest.raises(SparkEngineError, match="Java was not found"):
+        start_spark("local[1]")
+    assert set(glob.glob(os.path.join(tempfile.gettempdir(), "hwcheck-spark-*"))) == before

@@ -226,6 +226,8 @@ def test_without_java_spark_says_so_and_leaves_no_temp_folder(tmp_path, monkeypa
     monkeypatch.delenv("JAVA_HOME", raising=False)
     monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
     monkeypatch.setenv("PATH", str(tmp_path))               # no java on it
+    from pyspark import SparkContext
+    monkeypatch.setattr(SparkContext, "_active_spark_context", None)   # as in a fresh process
     before = set(glob.glob(os.path.join(tempfile.gettempdir(), "hwcheck-spark-*")))
     with pytest.raises(SparkEngineError, match="Java was not found"):
         start_spark("local[1]")

@@ -3,6 +3,7 @@ option of the command is declared here."""
 
 from __future__ import annotations
 
+import secrets
 from pathlib import Path
 
 import click
@@ -25,8 +26,9 @@ DEFAULT_RUNS = 10_000
 @click.command()
 @knob_options
 @model_options
-@click.option("--seed", type=int, default=0, show_default=True,
-              help="the same seed and settings give the same walks, with any --workers or on Spark")
+@click.option("--seed", type=click.IntRange(min=0), default=None,
+              help="the same seed and settings give the same walks, with any --workers or on Spark "
+                   "[default: a new random seed each run, printed, so --seed repeats it]")
 @click.option("--runs", type=int, default=None,
               help=f"walks to take [default: {DEFAULT_RUNS:,}; with --time: as many as it allows]")
 @click.option("--depth", type=int, default=50, show_default=True, help="steps a walk takes at most")
@@ -79,6 +81,9 @@ def simulate(seed, runs, depth, time_limit, swarm, only, confirm_states, workers
             check_writable(path, force)
     checked = list(only) or names
     workers = workers if workers is not None else default_workers()
+    chosen = seed is None
+    if chosen:                              # every run explores new walks; the line below says how to repeat it
+        seed = secrets.randbelow(1_000_000)
     settings = dict(runs=runs, depth=depth, seed=seed, time_limit=time_limit, workers=workers, swarm=swarm,
                     only=checked, confirm_states=confirm_states)
     try:
@@ -90,8 +95,9 @@ def simulate(seed, runs, depth, time_limit, swarm, only, confirm_states, workers
     scope = f"{runs:,} walks" if runs is not None else "walks"
     scope += f" for at most {time_limit:g} s" if time_limit is not None else ""
     where = "spark" if engine == "spark" else f"{workers} worker{'s' if workers != 1 else ''}"
-    click.echo(f"simulate: seed {seed}, {scope} of at most {depth} steps, {'swarm' if swarm else 'uniform'}, "
-               f"{where}; invariants {', '.join(checked)}")
+    click.echo(f"simulate: seed {seed}{' (random; --seed ' + str(seed) + ' repeats this run)' if chosen else ''}, "
+               f"{scope} of at most {depth} steps, {'swarm' if swarm else 'uniform'}, {where}; invariants "
+               f"{', '.join(checked)}")
     progress = Progress(progress_level(quiet, verbose), engine="simulate")
     if engine == "spark":
         result = _on_spark(model, settings, master, progress)

@@ -208,7 +208,8 @@ def test_verify_has_the_options_it_always_had():
     from hwcheck.cli.verify import verify
     assert [p.opts[0] for p in verify.params] == [
         "--mode", "--mode-file", "--replicas", "--records", "--crashes", "--power-failures", "--disk-losses",
-        "--max-epoch", "--min-isr", "--acks", "--unclean-election", "--response-hw", "--follower-reads", "--model",
+        "--max-epoch", "--min-isr", "--acks", "--unclean-election", "--response-hw", "--follower-reads", "--kafka", "--elr",
+        "--model",
         "--log-size", "--max-records", "--max-leader-epoch", "--engine", "--depth", "--master", "--partitions",
         "--max-depth", "--all-invariants", "--invariant", "--out", "--force", "--quiet", "--verbose", "--symmetry",
         "--workers", "--checkpoint", "--resume", "--max-memory", "--liveness", "--fair", "--max-nodes", "--json"]

@@ -169,6 +169,18 @@ def test_cli_without_violation_says_it_proves_nothing(tmp_path):
     assert "figures: 50 walks" in p.stdout and not list(tmp_path.iterdir())
 
 
+def test_without_seed_a_run_draws_one_prints_it_and_the_printed_seed_repeats_it(tmp_path):
+    import re
+    args = ["simulate", "--mode", "epoch", "--records", "1", "--runs", "30", "--depth", "12", "--workers", "1"]
+    first = run_cli_here(*args, cwd=tmp_path)
+    seed = re.search(r"seed (\d+) \(random; --seed (\d+) repeats this run\)", first.stdout)
+    assert seed and seed.group(1) == seed.group(2), first.stdout
+    again = run_cli_here(*args, "--seed", seed.group(1), cwd=tmp_path)
+    visited = [re.search(r"figures: (30 walks, [\d,]+ states visited \([\d,]+ distinct\))", p.stdout).group(1)
+               for p in (first, again)]
+    assert visited[0] == visited[1] and "(random" not in again.stdout
+
+
 @pytest.mark.parametrize("args, words", [
     (["--depth", "0"], "depth=0"),
     (["--runs", "0"], "runs=0"),

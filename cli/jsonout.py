@@ -1,4 +1,4 @@
-"""``--json`` on verify, replay, gate and modes: one JSON document on stdout, nothing else there.
+"""``--json`` on verify, replay, gate, modes and simulate: one JSON document on stdout, nothing else there.
 
 A command notes what it found with ``note(**fields)`` (a no-op without ``--json``); the
 ``@json_option(...)`` decorator a command applies adds ``--json`` and, with it given, silences the
@@ -9,7 +9,7 @@ document; docs/hwcheck-json.schema.json holds it (a test keeps the two equal) an
 describes it.
 
 >>> sorted(SCHEMA["$defs"])
-['figures', 'gate', 'mode', 'modes', 'replay', 'settings', 'verify']
+['figures', 'gate', 'mode', 'modes', 'replay', 'settings', 'simulate', 'verify']
 """
 
 from __future__ import annotations
@@ -39,11 +39,11 @@ SCHEMA = {
     "required": ["hwcheck", "command", "exit_code"],
     "properties": {
         "hwcheck": {"type": "string", "description": "the hwcheck version"},
-        "command": {"enum": ["verify", "replay", "gate", "modes"]},
+        "command": {"enum": ["verify", "replay", "gate", "modes", "simulate"]},
         "exit_code": {"enum": [0, 1, 130]},
     },
     "oneOf": [{"$ref": "#/$defs/verify"}, {"$ref": "#/$defs/replay"}, {"$ref": "#/$defs/gate"},
-              {"$ref": "#/$defs/modes"}],
+              {"$ref": "#/$defs/modes"}, {"$ref": "#/$defs/simulate"}],
     "$defs": {
         "settings": {
             "type": "object", "required": ["model", "mode", "replicas"],
@@ -165,6 +165,46 @@ SCHEMA = {
                                 "items": {"type": "object", "required": ["rule", "base", "variant"]}},
             },
         },
+        "simulate": {
+            "type": "object",
+            "required": ["command", "settings", "engine", "seed", "seed_random", "runs", "time_limit", "depth",
+                         "swarm", "invariants", "verdict", "figures", "coverage", "never_fired", "violations"],
+            "properties": {
+                "command": {"const": "simulate"},
+                "settings": {"$ref": "#/$defs/settings"},
+                "engine": {"enum": ["processes", "spark"]},
+                "seed": _INT,
+                "seed_random": {"type": "boolean", "description": "drawn at random (no --seed): --seed SEED repeats it"},
+                "runs": {"type": ["integer", "null"], "description": "walks asked for (null: as many as --time allows)"},
+                "time_limit": {"type": ["number", "null"]},
+                "depth": _INT,
+                "swarm": {"type": "boolean"},
+                "invariants": {"type": "array", "items": {"type": "string"}, "description": "those checked"},
+                "verdict": {"enum": ["no-violation", "violated", "interrupted"],
+                            "description": "no-violation proves nothing: it says what the walks covered"},
+                "figures": {
+                    "type": "object",
+                    "required": ["walks", "generated_states", "distinct_states", "depth", "elapsed_s",
+                                 "walks_per_second", "steps_per_second", "peak_rss_mb"],
+                    "properties": {"walks": _INT, "generated_states": _INT, "distinct_states": _INT, "depth": _INT,
+                                   "elapsed_s": _NUM, "walks_per_second": _NUM, "steps_per_second": _NUM,
+                                   "peak_rss_mb": _NUM},
+                    "additionalProperties": False},
+                "coverage": {"type": "object", "additionalProperties": _INT,
+                             "description": "how often each action fired"},
+                "never_fired": {"type": "array", "items": {"type": "string"}},
+                "violations": {"type": "array", "items": {
+                    "type": "object", "required": ["invariant", "walk", "found_after_s", "walk_steps", "steps",
+                                                   "shrink_note", "trace"],
+                    "properties": {"invariant": {"type": "string"}, "walk": _INT, "found_after_s": _NUM,
+                                   "walk_steps": {**_INT, "description": "before shrinking"},
+                                   "steps": {**_INT, "description": "after shrinking"},
+                                   "shrink_note": {"type": "string"},
+                                   "trace": {**_STR_OR_NULL, "description": "the file written; null when the "
+                                             "write failed"}},
+                    "additionalProperties": False}},
+            },
+        },
         "modes": {
             "type": "object",
             "required": ["command", "modes", "aliases", "newest"],
@@ -219,6 +259,14 @@ def mode_doc(m, variant: bool = False) -> dict:
         out["differences"] = [{"rule": name, "base": _rule_json(old), "variant": _rule_json(new)}
                               for name, old, new in variants.differences(m, base)]
     return out
+
+
+def simulate_figures(result) -> dict:
+    """The ``figures`` object of ``simulate --json``."""
+    return {"walks": result.walks, "generated_states": result.generated_states,
+            "distinct_states": result.distinct_states, "depth": result.depth, "elapsed_s": round(result.elapsed, 3),
+            "walks_per_second": round(result.walks_per_second, 1), "steps_per_second": round(result.steps_per_second, 1),
+            "peak_rss_mb": round(result.peak_rss_mb, 1)}
 
 
 def figures(result) -> dict:

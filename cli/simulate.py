@@ -14,6 +14,7 @@ from hwcheck.checker.result import INTERRUPTED, VIOLATED
 from hwcheck.checker.simulate import SimulationError, check_settings, simulate as run_simulation
 from hwcheck.checker.trace import to_itf
 
+from . import jsonout
 from .html import render_html
 from .models import build_model, model_options, settings_line, trace_table
 from .options import (EXIT_HOLDS, EXIT_INTERRUPTED, EXIT_VIOLATION, check_writable, fail, free_default_path,
@@ -54,6 +55,7 @@ DEFAULT_RUNS = 10_000
 @click.option("--force", is_flag=True, help="overwrite --out and --html if they exist")
 @click.option("--quiet", is_flag=True, help="no progress line, no trace table")
 @click.option("--verbose", is_flag=True, help="progress as a log line each second, terminal or not")
+@jsonout.json_option("simulate")
 def simulate(seed, runs, depth, time_limit, swarm, only, confirm_states, workers, engine, master, out, html,
              force, quiet, verbose, **knobs):
     """Random walks from the initial state, every state checked; a violation is shrunk, then
@@ -91,6 +93,8 @@ def simulate(seed, runs, depth, time_limit, swarm, only, confirm_states, workers
     except SimulationError as e:            # bad settings: refused before any JVM or worker starts
         fail(str(e))
     cfg = getattr(model, "cfg", None)
+    jsonout.note(settings=jsonout.settings(model), engine=engine, seed=seed, seed_random=chosen, runs=runs,
+                 time_limit=time_limit, depth=depth, swarm=swarm, invariants=checked, violations=[])
     click.echo(f"hwcheck simulate: {settings_line(cfg) if cfg is not None else model}")
     scope = f"{runs:,} walks" if runs is not None else "walks"
     scope += f" for at most {time_limit:g} s" if time_limit is not None else ""
@@ -105,10 +109,14 @@ def simulate(seed, runs, depth, time_limit, swarm, only, confirm_states, workers
         result = run_simulation(model, progress=progress, **settings)
     progress.done()
     figures = figures_line(result)
+    jsonout.note(figures=jsonout.simulate_figures(result), coverage=dict(result.coverage),
+                 never_fired=list(result.never_fired))
     if result.verdict == INTERRUPTED:
+        jsonout.note(verdict="interrupted")
         click.echo(f"interrupted: {figures}; no violation among them")
         raise click.exceptions.Exit(EXIT_INTERRUPTED)
     if result.verdict != VIOLATED:
+        jsonout.note(verdict="no-violation")
         why = f" ({result.reason})" if result.reason else ""
         click.echo(f"verdict: no violation in {result.walks:,} walks{why}; a simulation proves nothing "
                    f"(hwcheck verify or prove for that)")
@@ -122,7 +130,11 @@ def simulate(seed, runs, depth, time_limit, swarm, only, confirm_states, workers
     if not quiet:
         click.echo(_table(model, trace))
     path = out if out is not None else free_default_path(cfg, trace.invariant)
-    write_trace(path, variants.stamp(to_itf(model, trace, "simulate"), cfg))
+    written = write_trace(path, variants.stamp(to_itf(model, trace, "simulate"), cfg))
+    jsonout.note(verdict="violated", violation={
+        "invariant": trace.invariant, "walk": result.walk_index, "found_after_s": round(result.found_after, 3),
+        "walk_steps": result.original_steps, "steps": trace.steps, "shrink_note": result.shrink_note,
+        "trace": str(path) if written else None})
     if html is not None and write_after_run(html, render_html(model, trace, path.name), "the report"):
         click.echo(f"html: {html}")
     _coverage(result)

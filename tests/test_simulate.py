@@ -161,6 +161,25 @@ def test_cli_writes_a_shrunk_trace_that_replays(tmp_path):
     assert again.returncode == 0 and "NoCommittedDataLoss broken in the last state" in again.stdout
 
 
+def test_json_document_of_a_violation_and_of_a_run_without_one(tmp_path):
+    import jsonschema
+    from hwcheck.cli.jsonout import SCHEMA
+    out = tmp_path / "t.itf.json"
+    found = run_cli_here("simulate", "--mode", "hw", "--power-failures", "1", "--crashes", "0", "--seed", "3",
+                         "--runs", "2000", "--depth", "30", "--workers", "1", "--out", out, "--json")
+    doc = json.loads(found.stdout)
+    jsonschema.validate(doc, SCHEMA)
+    assert (doc["exit_code"], doc["verdict"], doc["seed"], doc["seed_random"]) == (1, "violated", 3, False)
+    assert doc["violations"] == [{"invariant": "NoCommittedDataLoss", "walk": 55, "walk_steps": 16, "steps": 5,
+                                  "found_after_s": doc["violations"][0]["found_after_s"],
+                                  "shrink_note": doc["violations"][0]["shrink_note"], "trace": str(out)}]
+    none = json.loads(run_cli_here("simulate", "--mode", "epoch", "--records", "1", "--runs", "20", "--depth", "8",
+                                   "--workers", "1", "--json").stdout)
+    jsonschema.validate(none, SCHEMA)
+    assert none["verdict"] == "no-violation" and none["seed_random"] and none["figures"]["walks"] == 20
+    assert none["coverage"]["produce"] >= 1 and none["violations"] == []
+
+
 def test_cli_without_violation_says_it_proves_nothing(tmp_path):
     p = run_cli("simulate", "--mode", "epoch", "--records", "1", "--runs", "50", "--depth", "10",
                 "--workers", "1", cwd=tmp_path)

@@ -140,7 +140,7 @@ def test_graph_command_refuses_bad_input_in_one_line(tmp_path):
         lines = proc.stderr.strip().splitlines()
         assert proc.returncode == 2 and len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
         return lines[0]
-    assert "estimated" in err("--mode=epoch", "--max-nodes=300", "--out", tmp_path / "a.dot")
+    assert "no estimate of the total yet" in err("--mode=epoch", "--max-nodes=300", "--out", tmp_path / "a.dot")
     assert "unknown graph format" in err("--mode=hw", "--out", tmp_path / "a.png")
     assert "unknown reduction" in err("--mode=hw", "--reduce", "magic", "--out", tmp_path / "a.dot")
     (tmp_path / "mine.dot").write_text("precious")

@@ -25,10 +25,43 @@ from hwcheck.checker.bfs import bfs
 from hwcheck.checker.trace import StartingAt
 
 
+REACHES = "ReachesThisState"
+
+
+class Reaching:
+    """``model`` whose one invariant is "not this state": bfs's first violation of it is a shortest
+    path from the initial state to ``target`` ("is this state reachable by a shorter path?").
+    Everything else is ``model``'s, as with ``StartingAt``.
+
+    >>> from hwcheck.spec import Config, Model
+    >>> m = Model(Config(mode="hw", records=1))
+    >>> s0 = m.init_states()[0]
+    >>> s = m.step(m.step(s0, ("send_fetch", 1)), ("leader_handle_fetch", 0, 1))
+    >>> s = m.step(m.step(s, ("follower_handle_fetch", 1)), ("produce", 0))
+    >>> job = Search(Reaching(m, s), s0, REACHES)
+    >>> job.start().join()
+    >>> job.report()["labels"]          # 4 steps walked, 1 needed: a round trip that changed nothing
+    ['produce(r0)']
+    """
+
+    def __init__(self, model, target):
+        self.model, self.target = model, target
+        self.invariants = ((REACHES, self._elsewhere),)
+
+    def _elsewhere(self, s) -> bool:
+        return s != self.target
+
+    def __getattr__(self, name):
+        if name in ("model", "target"):     # not set yet (a copy being built): no recursion
+            raise AttributeError(name)
+        return getattr(self.model, name)
+
+
 class Search:
     """One bfs from ``start`` for the shortest violation of ``invariant``."""
 
-    def __init__(self, model, start, invariant: str, max_depth: Optional[int] = None):
+    def __init__(self, model, start, invariant: str, max_depth: Optional[int] = None, **note):
+        self.note = note                  # what the caller wants said with every report
         names = [name for name, _ in model.invariants]
         if invariant not in names:
             raise ValueError(f"unknown invariant {invariant!r}; this model checks {', '.join(names)}")
@@ -64,13 +97,13 @@ class Search:
         """Where the search is: running (with progress), done (its verdict, what it covered, the
         continuation's labels), or failed."""
         if self.error is not None:
-            return {"state": "failed", "invariant": self.invariant, "error": self.error}
+            return {"state": "failed", "invariant": self.invariant, "error": self.error, **self.note}
         r = self.result
         if r is None:
             return {"state": "running", "invariant": self.invariant, **self.progress,
-                    "elapsed": time.monotonic() - (self.started or time.monotonic())}
+                    "elapsed": time.monotonic() - (self.started or time.monotonic()), **self.note}
         out = {"state": "done", "invariant": self.invariant, "verdict": r.verdict, "complete": r.complete,
-               "distinct": r.distinct_states, "depth": r.depth, "elapsed": r.elapsed, "labels": []}
+               "distinct": r.distinct_states, "depth": r.depth, "elapsed": r.elapsed, "labels": [], **self.note}
         if r.violations:
             out["labels"] = [self.model.format_label(lb) for lb in r.violations[0].labels]
         return out

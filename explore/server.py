@@ -10,7 +10,10 @@ API (every answer JSON; a refused request is ``{"error": "<one line>"}`` with st
 - ``POST /api/mode {"mode": "kip966"}``: the path's steps under another mode (differential);
 - ``GET /api/path.itf.json``: the path up to the cursor as ITF (``hwcheck replay`` takes it);
 - ``POST /api/search {"invariant": "NoCommittedDataLoss"}``, ``GET /api/search``,
-  ``POST /api/search/stop``, ``POST /api/search/take``: bfs from the current state (search.py).
+  ``POST /api/search/stop``, ``POST /api/search/take``: bfs from the current state for the
+  shortest way to break the invariant, its progress, its stop, and its continuation put after
+  the cursor (search.py); ``POST /api/search {"shorter": true}``: bfs from the initial state for
+  the shortest path to the current state, which ``take`` puts in place of the path walked.
 
 Requests whose Host is not the address served (127.0.0.1:PORT or localhost:PORT) are refused
 (403), and so are POSTs that are not ``application/json`` (a page of another site cannot send
@@ -34,7 +37,7 @@ from importlib import resources
 
 from hwcheck.checker.trace import TraceError, load_itf
 
-from .search import Search
+from .search import REACHES, Reaching, Search
 from .session import ExploreError, Session
 
 HOST = "127.0.0.1"
@@ -174,8 +177,14 @@ class Handler(BaseHTTPRequestHandler):
                     s.open_trace(doc, name)
                 elif path == "/api/search":
                     srv.stop_search()
+                    here = s.states[s.cursor]
                     try:
-                        srv.search = Search(s.model, s.states[s.cursor], _text(body, "invariant"))
+                        if body.get("shorter"):
+                            srv.search = Search(Reaching(s.model, here), s.model.init_states()[0], REACHES,
+                                                kind="shorter", walked=s.cursor)
+                        else:
+                            srv.search = Search(s.model, here, _text(body, "invariant"), kind="break",
+                                                walked=s.cursor)
                     except ValueError as e:
                         raise ExploreError(str(e)) from None
                     srv.search.start()
@@ -185,14 +194,21 @@ class Handler(BaseHTTPRequestHandler):
                     return self._json(srv.search.report() if srv.search else {"state": "none"})
                 elif path == "/api/search/take":
                     found = srv.search.report() if srv.search else {}
-                    if not found.get("labels"):
-                        raise ExploreError("no continuation found to take")
-                    if s.states[s.cursor] != srv.search.start_state:
-                        raise ExploreError("the search ran from another state: go back to it or search again")
-                    here = s.cursor
-                    for label in found["labels"]:
-                        s.apply(label)
-                    s.goto(here)
+                    if found.get("state") != "done" or found.get("verdict") != "violated":
+                        raise ExploreError("no path found to take")
+                    if found["kind"] == "shorter":          # the shortest path to this state instead
+                        if s.states[s.cursor] != srv.search.model.target:
+                            raise ExploreError("the search looked for another state: go back to it or search again")
+                        s.goto(0)
+                        for label in found["labels"]:
+                            s.apply(label)
+                    else:                                   # the continuation, after the cursor
+                        if s.states[s.cursor] != srv.search.start_state:
+                            raise ExploreError("the search ran from another state: go back to it or search again")
+                        here = s.cursor
+                        for label in found["labels"]:
+                            s.apply(label)
+                        s.goto(here)
                 else:
                     return self._error(HTTPStatus.NOT_FOUND, f"no such call: {path}")
                 return self._json(self._view())

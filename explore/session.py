@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import List, Optional
 
+from hwcheck.checker import variants
 from hwcheck.checker.families import DESIGN, family_of
 from hwcheck.checker.result import Trace
 from hwcheck.checker.trace import TraceError, differential, replay, to_itf, trace_family
@@ -198,11 +199,13 @@ class Session:
 
     def itf(self, whole: bool = False) -> dict:
         """The path up to the cursor (``whole``: all of it) as the ITF document verify writes
-        (checker/trace.py ``to_itf``), naming the first invariant broken in its last state."""
+        (checker/trace.py ``to_itf``, and under a --mode-file variant the file, as verify stamps
+        it), naming the first invariant broken in its last state."""
         end = len(self.states) if whole else self.cursor + 1
         states, labels = self.states[:end], self.labels[:end - 1]
         broken = self.model.violated(states[-1])
-        return to_itf(self.model, Trace(states, labels, broken[0] if broken else None), engine="explore")
+        doc = to_itf(self.model, Trace(states, labels, broken[0] if broken else None), engine="explore")
+        return variants.stamp(doc, self.model.cfg) if family_of(self.model) == DESIGN else doc
 
     # ------------------------------------------------------------ answers
     def to_json(self, s) -> dict:

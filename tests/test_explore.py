@@ -275,16 +275,20 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path):
         assert refused("--port", port) == f"hwcheck: error: cannot serve on 127.0.0.1:{port}: Address already in use"
 
 
-def test_ctrl_c_stops_the_server_and_exits_130():
-    proc = subprocess.Popen([sys.executable, "-m", "hwcheck.cli", "explore", "--mode", "hw"], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+def test_a_trace_under_another_mode_served_then_ctrl_c_exits_130():
+    """``hwcheck explore TRACE --mode kip966``: the page opens on the trace's steps under kip966, with
+    the step kip966 refuses; Ctrl-C stops the server, exit 130."""
+    proc = subprocess.Popen([sys.executable, "-m", "hwcheck.cli", "explore", KIP966_CASE, "--mode", "kip966"],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        assert proc.stdout.readline().startswith("hwcheck explore: mode=hw")
+        assert proc.stdout.readline().startswith("hwcheck explore: mode=kip966 replicas=2 records=2 crashes=0 "
+                                                  "power_failures=1")
         served_at = proc.stdout.readline()
         assert served_at.startswith("serving http://127.0.0.1:") and "(Ctrl-C stops it)" in served_at
         url = served_at.split()[1]
         with urllib.request.urlopen(url + "api/view", timeout=10) as r:
-            assert json.loads(r.read())["mode"] == "hw"
+            view = json.loads(r.read())
+        assert view["mode"] == "kip966" and view["source"] == KIP966_CASE.name and view["refusal"]["at"] == 12
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=20)
     finally:
@@ -371,3 +375,20 @@ def test_a_shorter_path_to_the_current_state():
         assert (found["state"], found["kind"], found["walked"], found["labels"]) == ("done", "shorter", 4, ["produce(r0)"])
         taken = c.post("/api/search/take")
         assert (taken["cursor"], taken["last"]) == (1, 1) and taken["state"] == v["state"]
+
+
+def test_a_mode_file_variant_walks_downloads_and_replays(tmp_path):
+    from hwcheck.checker import variants
+    example = ROOT / "docs" / "examples" / "expand_at_hw.py"
+    with served(Model(Config(mode=variants.load(example)))) as c:
+        for label in ("produce(r0)", "send_fetch(r1)", "leader_handle_fetch(r0,r1)"):
+            v = c.post("/api/step", {"action": label})
+        assert v["mode"] == "expand-at-hw"
+        status, body, _ = c.get("/api/path.itf.json", raw=True)
+        switched = c.post("/api/mode", {"mode": "kip380"})
+        assert switched["mode"] == "kip380" and switched["last"] == 3 and switched["refusal"] is None
+    path = tmp_path / "variant.itf.json"
+    path.write_bytes(body)
+    assert json.loads(body)["#meta"]["hwcheck"]["mode_file"] == str(example.resolve())
+    proc = run_cli_here("replay", path, "--mode-file", example, "--quiet")
+    assert proc.returncode == 0 and "replayed 3 steps" in proc.stdout, proc.stderr

@@ -114,8 +114,11 @@ class Handler(BaseHTTPRequestHandler):
         kind = (self.headers.get("Content-Type") or "").split(";")[0].strip()
         if kind != "application/json":
             raise ExploreError("POST bodies are application/json")
-        length = int(self.headers.get("Content-Length") or 0)
-        if length > MAX_BODY:
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            raise ExploreError("Content-Length is not a number") from None
+        if not 0 <= length <= MAX_BODY:
             raise ExploreError(f"request body over {MAX_BODY} bytes")
         raw = self.rfile.read(length) if length else b"{}"
         try:

@@ -42,9 +42,18 @@ KINDS = {
     "controlled_shutdown": "faults", "controlled_shutdown_leader": "faults", "session_expire": "faults",
     "controller_handle_failure": "controller", "register": "controller", "elect_offline": "controller",
     "elect_preferred": "controller", "become_leader": "controller", "become_follower": "controller",
-    # the reference model (--model kafka-tla, spec/kafka_tla/actions.py)
-    "leader_write": "client",
-    "controller_elect_leader": "controller", "controller_shrink_isr": "controller",
+    # the reference model (--model kafka-tla, spec/kafka_tla/actions.py ARGS)
+    "LeaderWrite": "client",
+    "LeaderShrinkIsr": "replication", "LeaderExpandIsr": "replication", "LeaderIncHighWatermark": "replication",
+    "FollowerReplicate": "replication", "FencedFollowerFetch": "replication",
+    "FencedLeaderIncHighWatermark": "replication", "FencedLeaderShrinkIsr": "replication",
+    "FencedLeaderExpandIsr": "replication", "FollowerTruncate": "replication",
+    "ImprovedLeaderIncHighWatermark": "replication", "FollowerFetch": "replication",
+    "LeaderShrinkIsrBetterFencing": "replication", "LeaderExpandIsrBetterFencing": "replication",
+    "ControllerElectLeader": "controller", "ControllerShrinkIsr": "controller", "BecomeLeader": "controller",
+    "BecomeFollowerTruncateToHighWatermark": "controller", "BecomeFollowerTruncateKip101": "controller",
+    "BecomeFollowerTruncateKip279": "controller", "FencedBecomeFollowerAndTruncate": "controller",
+    "BecomeFollower": "controller",
 }
 KIND_ORDER = ("client", "replication", "faults", "controller", "other")
 

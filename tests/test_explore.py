@@ -106,6 +106,14 @@ def test_the_initial_state_and_its_steps_come_from_the_model():
     assert "kip966" in v["modes"] and v["path"][0]["action"] == "init"
 
 
+def test_every_action_of_both_families_has_a_button_group():
+    from hwcheck.explore.session import kind_of
+    from hwcheck.spec.actions import ACTIONS
+    from hwcheck.spec.kafka_tla.actions import ARGS
+    names = [name for name, _, _ in ACTIONS] + list(ARGS)
+    assert [name for name in names if kind_of(name) == "other"] == []
+
+
 def test_kip101_scenario_1_clicked_through_in_hw_breaks_no_committed_data_loss(tmp_path):
     """KIP-101 scenario 1, step by step as counterexamples/hw-data-loss.itf.json stores it: every state
     the server answers is the trace's state, and NoCommittedDataLoss breaks at the last step only;

@@ -119,6 +119,7 @@ class Session:
         self.source = source              # the trace opened, if any
         self.refusal: Optional[Refusal] = None
         self.parted: Optional[dict] = None
+        self._walked: Optional[dict] = None      # the path as walked, while a mode switch refuses part of it
         self._json: dict = {}
         self._rows: dict = {}
 
@@ -137,7 +138,7 @@ class Session:
             return self.view()
         del self.states[self.cursor + 1:]
         del self.labels[self.cursor:]
-        self.refusal = self.parted = None
+        self.refusal = self.parted = self._walked = None
         self.states.append(nxt)
         self.labels.append(label)
         self.cursor += 1
@@ -179,13 +180,16 @@ class Session:
 
     def switch_mode(self, mode) -> dict:
         """Run the whole path's steps under another mode (``differential``): the path becomes the
-        steps that mode takes; a step it refuses and those after it are kept as the refusal."""
+        steps that mode takes; a step it refuses and those after it are kept as the refusal. While
+        a refusal stands, the path as walked (under the mode it was walked in) is what the next
+        switch runs, so switching back gives every step again."""
         if family_of(self.model) != DESIGN:
             raise ExploreError(f"switching modes is for the design model; this is {family_of(self.model)}")
-        doc = self.itf(whole=True)
-        cfg = doc["#meta"]["hwcheck"]["config"]
-        cfg["mode"] = self.model.cfg.mode            # a --mode-file variant: its Mode itself
-        before = self.mode_name
+        if self.refusal is not None and self._walked is not None:
+            doc, before = self._walked, self.refusal.mode
+        else:
+            doc, before = self.itf(whole=True), self.mode_name
+            doc["#meta"]["hwcheck"]["config"]["mode"] = self.model.cfg.mode   # a --mode-file variant: its Mode
         try:
             diff = differential(doc, mode)
         except (TraceError, ConfigError) as e:
@@ -196,6 +200,7 @@ class Session:
         if diff.refused_at is not None:
             walked = [diff.original.model.format_label(lb) for lb in diff.original.trace.labels]
             self.refusal = Refusal(before, diff.refused_at, diff.refused_why, walked[diff.refused_at - 1:])
+            self._walked = doc
         if diff.parted_at is not None:
             self.parted = {"at": diff.parted_at, "how": diff.parted_how, "mode": before}
         self.cursor = min(cursor, len(self.states) - 1)

@@ -212,6 +212,11 @@ def test_a_trace_under_another_release_shows_the_step_it_refuses():
         assert all(not row["broken"] for row in v["path"])
         status, err = c.request("POST", "/api/forward")
         assert status == 400 and "step 12 is refused in mode kip966" in err["error"]
+        v = c.post("/api/mode", {"mode": "kafka19522"})          # the path as walked, under 4.1
+        assert v["refusal"]["mode"] == "kafka15583" and v["refusal"]["at"] == 12
+        v = c.post("/api/mode", {"mode": "kafka15583"})          # and back: every step again
+        assert v["refusal"] is None and v["last"] == len(doc["states"]) - 1
+        assert [row["action"] for row in v["path"]][1:] == _labels(KIP966_CASE)
 
 
 def test_a_trace_of_another_model_family_is_refused():

@@ -137,16 +137,19 @@ class Handler(BaseHTTPRequestHandler):
         srv = self.server
         if path in ("/", "/index.html"):
             return self._send(200, page(), "text/html; charset=utf-8")
-        with srv.lock:
-            if path == "/api/view":
-                return self._json(self._view())
-            if path == "/api/path.itf.json":
-                doc = srv.session.itf()
-                name = f"hwcheck-explore-{srv.session.mode_name}-{srv.session.cursor}-steps.itf.json"
-                return self._send(200, (json.dumps(doc, indent=1) + "\n").encode(), "application/json",
-                                  {"Content-Disposition": f'attachment; filename="{name}"'})
-            if path == "/api/search":
-                return self._json(srv.search.report() if srv.search else {"state": "none"})
+        try:
+            with srv.lock:
+                if path == "/api/view":
+                    return self._json(self._view())
+                if path == "/api/path.itf.json":
+                    doc = srv.session.itf()
+                    name = f"hwcheck-explore-{srv.session.mode_name}-{srv.session.cursor}-steps.itf.json"
+                    return self._send(200, (json.dumps(doc, indent=1) + "\n").encode(), "application/json",
+                                      {"Content-Disposition": f'attachment; filename="{name}"'})
+                if path == "/api/search":
+                    return self._json(srv.search.report() if srv.search else {"state": "none"})
+        except Exception as e:            # a bug: one line to the page, the server keeps serving
+            return self._error(HTTPStatus.INTERNAL_SERVER_ERROR, f"internal error: {type(e).__name__}: {e}")
         self._error(HTTPStatus.NOT_FOUND, f"no such page: {path}")
 
     # ------------------------------------------------------------ POST
@@ -217,6 +220,8 @@ class Handler(BaseHTTPRequestHandler):
                 return self._json(self._view())
         except ExploreError as e:
             return self._error(HTTPStatus.BAD_REQUEST, str(e))
+        except Exception as e:            # a bug: one line to the page, the server keeps serving
+            return self._error(HTTPStatus.INTERNAL_SERVER_ERROR, f"internal error: {type(e).__name__}: {e}")
 
     def _view(self) -> dict:
         view = self.server.session.view()

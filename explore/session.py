@@ -167,10 +167,11 @@ class Session:
     def open_trace(self, doc: dict, source: str = "trace") -> dict:
         """Step through a loaded ITF trace (checker/trace.py ``load_itf``) from its initial state;
         the model becomes the trace's (its family and settings)."""
-        if trace_family(doc) != family_of(self.model):
-            raise ExploreError(f"{source}: a trace of model {trace_family(doc)}; this explorer runs model "
-                               f"{family_of(self.model)}")
         try:
+            family = trace_family(doc)
+            if family != family_of(self.model):
+                raise ExploreError(f"{source}: a trace of model {family}; this explorer runs model "
+                                   f"{family_of(self.model)}")
             done = replay(doc)
         except TraceError as e:
             raise ExploreError(f"{source}: {e}") from None

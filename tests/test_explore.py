@@ -172,6 +172,10 @@ def test_refused_requests_are_one_line_errors():
         assert status == 400 and "'action' is missing" in err["error"]
         status, err = c.request("POST", "/api/open", {"trace": "{not json", "name": "x.json"})
         assert status == 400 and err["error"].startswith("x.json: malformed JSON")
+        odd = json.loads(HW_LOSS.read_text())
+        odd["#meta"]["hwcheck"]["model"] = 5
+        status, err = c.request("POST", "/api/open", {"trace": json.dumps(odd), "name": "odd.json"})
+        assert status == 400 and err["error"] == "odd.json: bad model in trace: 5"
         status, err = c.request("POST", "/api/mode", {"mode": "kip999"})
         assert status == 400 and "kip999" in err["error"] and "\n" not in err["error"]
         status, err = c.get("/api/nothing")

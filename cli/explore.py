@@ -16,8 +16,10 @@ from .models import build_config, given, model_options, settings_line
 from .options import EXIT_INTERRUPTED, fail, knob_options
 from .replay import load_trace, with_mode_file
 
-# with TRACE the trace's own settings apply; of the knobs, only these still mean something
-WITH_TRACE = frozenset({"mode", "mode_file", "model_family"})
+# the options that choose the mode (--kafka and --elr where the knobs have them): with TRACE they run
+# its steps under that mode; of the other knobs none applies, the trace's own settings do
+MODE_CHOOSERS = ("mode", "kafka", "elr")
+WITH_TRACE = frozenset({"mode_file", "model_family", *MODE_CHOOSERS})
 
 
 @click.command()
@@ -72,7 +74,7 @@ def open_trace(ctx, session: Session, trace_file: Path, cfg, knobs: dict) -> Non
     doc, error = load_trace(trace_file)
     if doc is None:
         fail(f"{trace_file}: {error}")
-    other = cfg.mode if given(ctx, "mode") else None
+    other = cfg.mode if any(given(ctx, name) for name in MODE_CHOOSERS) else None
     doc, other = with_mode_file(trace_file, doc, knobs.get("mode_file"), other, html=None, focus=False)
     session.open_trace(doc, trace_file.name)
     if other is not None and str(getattr(other, "name", other)) != session.mode_name:

@@ -1,5 +1,6 @@
 """The hwcheck command line: the ``hwcheck`` group and its entry point. Each command lives in its own
-module (cli/verify.py, replay.py, gate.py, modes.py, simulate.py, graph.py, symbolic.py, reproduce.py),
+module (cli/verify.py, replay.py, gate.py, modes.py, simulate.py, graph.py, symbolic.py, reproduce.py,
+explore.py),
 which declares all of its options over its function (sharing the helpers of cli/options.py); this
 module only adds the commands to the group. Exit codes: 0 every invariant holds within the bounds
 (replay: the trace replays as stored), 1 a violation was found (replay: the stored invariant no
@@ -22,11 +23,12 @@ from .options import EXIT_HOLDS, EXIT_INTERRUPTED, EXIT_USAGE
 from .replay import replay
 from .reproduce import reproduce
 from .conform import conform
+from .explore import explore
 from .simulate import simulate
 from .symbolic import prove
 from .verify import verify
 
-COMMANDS = (verify, replay, gate, modes, simulate, graph, prove, reproduce, conform)
+COMMANDS = (verify, replay, gate, modes, simulate, graph, prove, reproduce, conform, explore)
 
 _NO_ARGS_IS_HELP = getattr(click.exceptions, "NoArgsIsHelpError", None)     # click 8.2+
 

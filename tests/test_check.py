@@ -185,7 +185,8 @@ def test_check_dispatches_to_each_engine():
 # ---------------------------------------------------------------- the commands
 
 COMMAND_MODULES = {"verify": "verify", "replay": "replay", "gate": "gate", "modes": "modes", "simulate": "simulate",
-                   "graph": "graph", "prove": "symbolic", "reproduce": "reproduce", "conform": "conform"}
+                   "graph": "graph", "prove": "symbolic", "reproduce": "reproduce", "conform": "conform",
+                   "explore": "explore"}
 
 
 def test_every_command_declares_all_its_options_in_its_own_module():

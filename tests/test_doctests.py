@@ -7,7 +7,7 @@ import pkgutil
 
 import pytest
 
-PACKAGES = ["hwcheck.spec", "hwcheck.checker", "hwcheck.cluster", "hwcheck.cli"]
+PACKAGES = ["hwcheck.spec", "hwcheck.checker", "hwcheck.cluster", "hwcheck.cli", "hwcheck.explore"]
 
 
 def _modules():
@@ -29,7 +29,8 @@ DOCUMENTED = ["hwcheck.spec.config", "hwcheck.spec.state", "hwcheck.spec.log", "
               "hwcheck.checker.fpset", "hwcheck.checker.symmetry", "hwcheck.checker.simulate",
               "hwcheck.checker.shrink", "hwcheck.checker.cubes", "hwcheck.checker.houdini",
               "hwcheck.checker.lemma_file", "hwcheck.spec.lemmas", "hwcheck.cluster.jars", "hwcheck.cluster.plan",
-              "hwcheck.cluster.observe", "hwcheck.cluster.report"]
+              "hwcheck.cluster.observe", "hwcheck.cluster.report",
+              "hwcheck.explore.session", "hwcheck.explore.search", "hwcheck.explore.server"]
 
 
 def test_the_walk_finds_every_documented_module():

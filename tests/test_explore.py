@@ -409,3 +409,38 @@ def test_a_mode_file_variant_walks_downloads_and_replays(tmp_path):
     assert json.loads(body)["#meta"]["hwcheck"]["mode_file"] == str(example.resolve())
     proc = run_cli_here("replay", path, "--mode-file", example, "--quiet")
     assert proc.returncode == 0 and "replayed 3 steps" in proc.stdout, proc.stderr
+
+
+def test_a_loaded_trace_switched_to_kip966_marks_the_refused_step(browser_page):
+    """The curated kafka15583 trace opened through the page's file input, then run under kip966:
+    the step 4.0 refuses (12, elect_offline(r0)) is marked in the path and named in the banner."""
+    page = browser_page
+    with served(Model(Config())) as c:
+        page.goto(c.server.url)
+        page.wait_for_selector("#actions button.action")
+        page.set_input_files("#open", str(KIP966_CASE))
+        page.wait_for_function("document.getElementById('counter').textContent.endsWith('/ 13')")
+        page.select_option("#mode", "kip966")
+        page.click("#switch")
+        page.wait_for_selector("#refusal:not([hidden])")
+        assert "refuses step 12" in page.inner_text("#refusal") and "elect_offline(r0)" in page.inner_text("#refusal")
+        refused = page.locator('#path tr.refused[data-step="12"]')
+        assert refused.count() == 1 and "refused in mode kip966" in refused.inner_text()
+        assert page.errors == []
+
+
+def test_the_downloaded_path_replays(browser_page, tmp_path):
+    """Three steps clicked, the path downloaded from the page and given to hwcheck replay."""
+    page = browser_page
+    with served(Model(Config(mode="hw", records=1))) as c:
+        page.goto(c.server.url)
+        for i, label in enumerate(("produce(r0)", "send_fetch(r1)", "leader_handle_fetch(r0,r1)"), start=1):
+            page.click(f'#actions button.action[data-label="{label}"]')
+            page.wait_for_function(f"document.getElementById('counter').textContent === 'step {i} / {i}'")
+        with page.expect_download() as download:
+            page.click("#download")
+        path = tmp_path / "walked.itf.json"
+        download.value.save_as(path)
+    done = run_cli_here("replay", path, "--quiet")
+    assert done.returncode == 0, done.stderr
+    assert "replayed 3 steps" in done.stdout

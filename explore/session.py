@@ -241,7 +241,9 @@ class Session:
                             "replica": _first_replica(m, label), "next": label == walked_next})
         enabled.sort(key=lambda a: (KIND_ORDER.index(a["kind"]), a["replica"] or "", a["label"]))
         broken = set(m.violated(here))
+        why = getattr(m, "why_broken", None)          # the design model names the record, offset or replica
         invariants = [{"name": name, "holds": name not in broken, "doc": " ".join((pred.__doc__ or "").split()),
+                       "why": why(here, name) if why is not None and name in broken else None,
                        "first_broken_at": self._first_break(name)} for name, pred in m.invariants]
         return {
             "model": family_of(m),

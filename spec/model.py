@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from typing import Callable, Iterator, List, Tuple
+from typing import Callable, Iterator, List, Optional, Tuple
 
 from .actions import ACTIONS, DISK_ONLY, EPOCH_ONLY, EVENTS, OLD_RESPONSE_ONLY, POWER_ONLY, Rules, dated, initial_state
 from .config import Config, ConfigError
 from . import render, renaming
-from .invariants import invariants_for
+from .invariants import invariants_for, why_broken
 from .liveness import FAIR_ACTIONS, LIVENESS
 from .modes import Mode
 from .state import (EPOCH_REQUEST, FETCH, FETCH_RESPONSE, MESSAGE_NAMES, ROLE_NAMES, UNDEFINED, Message, State,
@@ -96,6 +96,11 @@ class Model:
 
     def violated(self, s: State) -> List[str]:
         return [name for name, pred in self.invariants if not pred(s)]
+
+    def why_broken(self, s: State, name: str) -> Optional[str]:
+        """One line naming the record, offset or replica that breaks the invariant ``name`` in ``s``
+        (None while it holds): spec/invariants.py ``why_broken``."""
+        return why_broken(dict(self.invariants)[name], s)
 
     @property
     def action_names(self) -> Tuple[str, ...]:

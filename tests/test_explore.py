@@ -206,7 +206,9 @@ def test_a_trace_under_another_release_shows_the_step_it_refuses():
         v = c.post("/api/open", {"trace": KIP966_CASE.read_text(), "name": KIP966_CASE.name})
         assert v["mode"] == "kafka15583" and v["last"] == len(doc["states"]) - 1 and v["source"] == KIP966_CASE.name
         assert c.post("/api/goto", {"step": v["last"]})["invariants"][0] == {
-            **v["invariants"][0], "holds": False, "first_broken_at": v["last"]}
+            **v["invariants"][0], "holds": False, "first_broken_at": v["last"],
+            "why": "record 0, acknowledged at offset 0, is not there on r0, the leader in office at epoch 1: "
+                   "its log ends at offset 0"}
         v = c.post("/api/mode", {"mode": "kip966"})
         assert v["mode"] == "kip966" and v["last"] == 11
         assert v["refusal"]["at"] == 12 and v["refusal"]["mode"] == "kafka15583"
@@ -365,6 +367,7 @@ def test_clicking_through_kip101_scenario_1_turns_no_committed_data_loss_red(bro
             assert page.locator(".changed").count() > 0, f"step {i}: nothing highlighted"
         red = page.locator('#invariants li[data-invariant="NoCommittedDataLoss"]')
         assert red.get_attribute("class") == "broken" and "broken" in red.inner_text()
+        assert "record 0, acknowledged at offset 0, is not there on r1" in red.inner_text()
         assert page.evaluate("document.body.dataset.broken") == "NoCommittedDataLoss"
         # r1 leads at epoch 1 with an empty log: the acknowledged record 0 is gone from the leader
         r1 = page.locator('#replicas .replica[data-replica="r1"]')

@@ -1,0 +1,36 @@
+"""Each invariant names what breaks it (spec/invariants.py ``why_broken``): the record, the offset,
+the replicas. Checked on the last state of every curated counterexample."""
+
+import json
+
+import pytest
+
+from hwcheck.checker.trace import load_itf, replay
+
+from .conftest import ROOT
+
+CURATED = sorted(p for p in (ROOT / "counterexamples").glob("*.itf.json") if "loop" not in json.loads(p.read_text()))
+
+
+@pytest.mark.parametrize("path", CURATED, ids=lambda p: p.name.split(".")[0])
+def test_every_broken_invariant_says_what_breaks_it_and_a_holding_one_nothing(path):
+    done = replay(load_itf(path.read_text()))
+    last = done.trace.states[-1]
+    broken = set(done.model.violated(last))
+    assert done.trace.invariant in broken
+    for name, _ in done.model.invariants:
+        why = done.model.why_broken(last, name)
+        assert (why is not None) == (name in broken), (name, why)
+        if why is not None:
+            assert "offset" in why or "fenced" in why or "LEO" in why, why
+
+
+@pytest.mark.parametrize("name, invariant, words", [
+    ("hw-divergence", "NoLogDivergence", "r0 and r1 differ at offset"),
+    ("kafka13141-kafka-14704-follower-read", "ConsumerConsistency", "follower with HW"),
+    ("kip966-kafka-19522-fenced-leader", "LeaderUnfenced", "while it is fenced"),
+    ("kip380-power-failure-min-isr-2-loss", "NoCommittedDataLoss", "acknowledged at offset"),
+])
+def test_the_explanation_of_each_invariant(name, invariant, words):
+    done = replay(load_itf((ROOT / "counterexamples" / f"{name}.itf.json").read_text()))
+    assert words in done.model.why_broken(done.trace.states[-1], invariant)

@@ -159,4 +159,11 @@ def trace_table(model, trace, violated: Optional[Sequence[str]] = None) -> str:
     widths = [max(len(row[c]) for row in [header] + rows) for c in range(len(header))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in [header] + rows]
     lines.insert(1, "  ".join("-" * w for w in widths).rstrip())
+    # under the table, what breaks each invariant in the last state (spec/invariants.py why_broken)
+    checked = {name for name, _ in model.invariants}
+    for name in violated or ():
+        if name in checked and trace.states:
+            why = model.why_broken(trace.states[-1], name)
+            if why:
+                lines.append(f"{name}: {why}")
     return "\n".join(lines)

@@ -24,6 +24,7 @@ from typing import Optional
 import click
 
 from hwcheck.checker import variants
+from hwcheck.spec.modes import without_elr
 from hwcheck.spec.releases import releases_of
 
 META_KEY = "hwcheck.json"
@@ -161,6 +162,8 @@ SCHEMA = {
                                                       "elr": {"enum": ["none", "off", "on"]},
                                                       "coordinate": {"type": "string"}},
                                        "additionalProperties": False}},
+                "without_elr": {**_STR_OR_NULL, "description": "the mode its releases follow with ELR off "
+                                "(--no-elr); null for a mode without ELR"},
                 "differences": {"type": "array", "description": "a variant: rules and actions unlike that mode's",
                                 "items": {"type": "object", "required": ["rule", "base", "variant"]}},
             },
@@ -252,7 +255,8 @@ def mode_doc(m, variant: bool = False) -> dict:
            "actions": {name: _rule_json(fn) for name, fn in m.actions},
            "mode_file": variants.file_of(m), "varies": None,
            "releases": [{"version": r.version, "metadata": r.metadata, "elr": r.elr, "coordinate": r.coordinate}
-                        for r in releases_of(m.name)]}
+                        for r in releases_of(m.name)],
+           "without_elr": getattr(without_elr(m), "name", None)}
     if variant:
         base = variants.closest(m)
         out["varies"] = base.name

@@ -6,6 +6,7 @@ import textwrap
 from typing import List, Optional, Sequence
 
 from hwcheck.checker import variants
+from hwcheck.spec.modes import without_elr
 from hwcheck.spec.releases import releases_of
 from hwcheck.spec.state import FOLLOWER, LEADER, UNDEFINED, members, replica_name
 
@@ -37,6 +38,10 @@ def modes_table(ladder, aliases, extra=(), width: int = 120) -> str:
         if pinned:
             rows.append(["", "", "", "", "releases pinned (hwcheck reproduce --kafka): "
                          + ", ".join(f"{r.version} ({r.metadata})" for r in pinned)])
+        off = without_elr(mode)
+        if off is not None:
+            rows.append(["", "", "", "", f"with ELR off (--no-elr: 4.0's default, a 4.1+ cluster upgraded from 3.x) "
+                                         f"it follows {off.name}'s rules"])
         for c in mode.changes:
             rows.append(["", "", "", c.ref, f"{c.rule}\nsource: {c.source}"])
         if mode in extra:

@@ -94,6 +94,9 @@ def report_data(model, trace, source: str, claimed: Optional[str] = None) -> dic
             "state": model.to_json(s),
             "broken": model.violated(s),
         })
+        # what breaks each broken invariant, in the spec's words (spec/invariants.py why_broken)
+        if hasattr(model, "why_broken"):
+            states[-1]["why"] = {name: model.why_broken(s, name) for name in states[-1]["broken"]}
     return {
         "source": source,
         "settings": settings_line(model.cfg),
@@ -153,6 +156,7 @@ PAGE = """<!DOCTYPE html>
   </section>
 </main>
 <section><h2>Space-time diagram (click a step)</h2><svg id="timeline" role="img" aria-label="space-time diagram"></svg></section>
+<section><h2>Steps (click one; a link to a step is #step=N)</h2><ol id="steps" start="0"></ol></section>
 <script id="trace-data" type="application/json">%DATA%</script>
 <script>%JS%</script>
 </body>
@@ -177,6 +181,8 @@ svg{background:#fff;border:1px solid #ddd;border-radius:4px}
 .ack{color:#2e7d32;font-weight:bold}
 svg text{font-family:ui-monospace,Menlo,Consolas,monospace}
 .broken-lane{fill:#fff0f0}
+#steps{font-family:monospace;font-size:13px;columns:3 22em;margin:.3em 0}#steps li{cursor:pointer;padding:0 .3em}
+#steps li.current{background:#e3ecff;font-weight:bold}#steps li.breaks{color:#c62828}#violation .why{font-weight:600}
 """
 
 JS = r"""
@@ -427,15 +433,35 @@ JS = r"""
       doc.className = "doc";
       doc.textContent = D.invariants[b.invariant] || "";
       v.appendChild(line);
+      if (still && st.why && st.why[b.invariant]) {
+        const why = document.createElement("div");
+        why.className = "why";
+        why.textContent = st.why[b.invariant];
+        v.appendChild(why);
+      }
       v.appendChild(doc);
     }
     document.body.dataset.broken = st.broken.join(",");
   }
 
+  // the list of steps, each a link (#step=N)
+  const breaksAt = new Set(D.first_breaks.map((b) => b.step));
+  D.states.forEach((st, i) => {
+    const li = document.createElement("li");
+    li.dataset.step = i;
+    if (breaksAt.has(i)) li.className = "breaks";
+    li.textContent = st.action + (breaksAt.has(i) ? "  \u2717 " +
+      D.first_breaks.filter((b) => b.step === i).map((b) => b.invariant).join(", ") : "");
+    li.onclick = () => go(i);
+    $("steps").appendChild(li);
+  });
+
   function go(i) {
     step = Math.max(0, Math.min(N, i));
     $("slider").value = step;
     document.body.dataset.step = step;
+    if (location.hash !== `#step=${step}`) history.replaceState(null, "", `#step=${step}`);
+    for (const li of $("steps").children) li.classList.toggle("current", Number(li.dataset.step) === step);
     drawCaption();
     drawLanes();
     drawSide();
@@ -455,6 +481,13 @@ JS = r"""
     else return;
     e.preventDefault();
   });
-  go(0);
+  // open at #step=N if the address names one, else at the first violation (the step the trace is for)
+  function linked() {
+    const m = /^#step=(\d+)$/.exec(location.hash);
+    return m ? Number(m[1]) : null;
+  }
+  window.addEventListener("hashchange", () => { const n = linked(); if (n !== null && n !== step) go(n); });
+  const start = linked();
+  go(start !== null ? start : (D.first_breaks.length ? D.first_breaks[0].step : 0));
 })();
 """

@@ -65,9 +65,9 @@ def test_stepping_through_the_hw_loss_shows_the_violation_at_its_step(tmp_path, 
     page = browser_page
     trace = CX / "hw-data-loss.itf.json"
     steps = len(json.loads(trace.read_text())["states"]) - 1
-    page.goto(_report(tmp_path, trace).as_uri())
+    page.goto(_report(tmp_path, trace).as_uri() + "#step=0")
 
-    # the initial state: one lane per replica, nothing broken yet
+    # the initial state (#step=0): one lane per replica, nothing broken yet
     assert page.inner_text("#counter") == f"step 0 / {steps}"
     assert page.locator("#lanes g.lane").count() == 2
     assert not page.locator("#violation").is_visible()
@@ -86,6 +86,8 @@ def test_stepping_through_the_hw_loss_shows_the_violation_at_its_step(tmp_path, 
     assert banner.get_attribute("class") == "now"
     assert f"NoCommittedDataLoss broken (first at step {steps})" in banner.inner_text()
     assert "the violation this trace was stored for" in banner.inner_text()
+    # what breaks it, in the spec's words (spec/invariants.py why_broken)
+    assert "record 0, acknowledged at offset 0, is not there on r1" in banner.locator(".why").inner_text()
     assert page.evaluate("document.body.dataset.broken") == "NoCommittedDataLoss"
     missing = page.locator("#lanes rect.missing")
     assert missing.count() == 1 and missing.get_attribute("data-record") == "0"
@@ -114,6 +116,27 @@ def test_stepping_through_the_hw_loss_shows_the_violation_at_its_step(tmp_path, 
     assert all(url.startswith("file://") for url in page.requests), page.requests   # no network
 
 
+def test_the_report_opens_at_the_violation_and_links_to_steps(tmp_path, browser_page):
+    page = browser_page
+    trace = CX / "hw-data-loss.itf.json"
+    steps = len(json.loads(trace.read_text())["states"]) - 1
+    report = _report(tmp_path, trace).as_uri()
+    page.goto(report)                                           # no #step: the step the trace is for
+    assert page.inner_text("#counter") == f"step {steps} / {steps}" and page.locator("#violation").is_visible()
+    assert page.evaluate("location.hash") == f"#step={steps}"
+    page.goto(report + "#step=4")                                # a link to a step opens there
+    page.reload()
+    assert page.inner_text("#counter") == f"step 4 / {steps}"
+    page.locator('#steps li[data-step="7"]').click()             # the list of steps moves, and the address follows
+    assert page.inner_text("#counter") == f"step 7 / {steps}" and page.evaluate("location.hash") == "#step=7"
+    assert page.locator("#steps li.current").get_attribute("data-step") == "7"
+    assert page.locator("#steps li").count() == steps + 1
+    assert "NoCommittedDataLoss" in page.locator(f'#steps li[data-step="{steps}"]').inner_text()
+    page.evaluate("location.hash = '#step=2'")                   # editing the address moves too
+    page.wait_for_function("document.getElementById('counter').textContent.startsWith('step 2 /')")
+    assert page.errors == []
+
+
 def test_messages_in_flight_and_the_epoch_cache_are_drawn(tmp_path, browser_page):
     """kip380's power-failure loss with min ISR 2: a message drawn as an arrow between lanes, the epoch caches."""
     page = browser_page
@@ -138,7 +161,7 @@ def test_a_divergence_outlines_the_cells_that_disagree(tmp_path, browser_page):
     page = browser_page
     trace = CX / "kip380-unclean-min-isr-2-divergence.itf.json"
     last = json.loads(trace.read_text())["states"][-1]
-    page.goto(_report(tmp_path, trace).as_uri())
+    page.goto(_report(tmp_path, trace).as_uri() + "#step=0")
     assert page.locator("#lanes rect.culprit").count() == 0
     page.keyboard.press("End")
     assert "NoLogDivergence broken" in page.inner_text("#violation")

@@ -148,7 +148,7 @@ PAGE = """<!DOCTYPE html>
     <h2>Controller</h2><div id="controller"></div>
     <h2>Producer</h2><div id="history"></div>
     <h2>Legend</h2>
-    <div class="legend">cell: offset above, <b>r</b>record and <b>e</b>epoch inside (colour by epoch);
+    <div class="legend">cell: offset above, record <b>#n</b> and epoch <b>e</b> inside (colour by epoch; a record is #0, a replica r0);
     <span class="hwk">HW</span> high watermark, <span class="leok">LEO</span> log end offset,
     <span class="flk">FL</span> flushed prefix; <span class="ack">&#x2713;</span> acknowledged record;
     yellow outline: changed by this step; red outline: a cell that breaks the invariant (a dashed
@@ -254,7 +254,7 @@ JS = r"""
                        "stroke-width": culprit || changed ? 3 : 1,
                        class: "cell" + (changed ? " changed" : "") + (culprit ? " culprit" : ""),
                        "data-offset": o, "data-record": entry.record, "data-epoch": entry.epoch});
-        el(g, "text", {x: x + CELL / 2, y: y + 13, "font-size": 13, "text-anchor": "middle"}, "r" + entry.record);
+        el(g, "text", {x: x + CELL / 2, y: y + 13, "font-size": 13, "text-anchor": "middle"}, "#" + entry.record);
         el(g, "text", {x: x + CELL / 2, y: y + 28, "font-size": 11, "text-anchor": "middle", fill: "#333"}, "e" + entry.epoch);
         if (acked[String(entry.record)] === o)
           el(g, "text", {x: x + CELL - 9, y: y + 9, "font-size": 11, fill: "#2e7d32", "font-weight": "bold"}, "\u2713");
@@ -271,7 +271,7 @@ JS = r"""
                          stroke: "#c62828", "stroke-width": 2, "stroke-dasharray": "4 2", class: "missing",
                          "data-record": rec, "data-offset": off});
           el(g, "text", {x: x + CELL / 2, y: gy + 13, "font-size": 11, "text-anchor": "middle", fill: "#c62828"},
-             `r${rec}?`);
+             `#${rec}?`);
           if (!have) el(g, "text", {x: x + CELL / 2, y: gy + 28, "font-size": 9, "text-anchor": "middle",
                                     fill: "#c62828"}, "acked");
         }
@@ -306,7 +306,7 @@ JS = r"""
                        fill: "none", stroke: "#ef6c00", "stroke-width": 2.2, "marker-end": "url(#arrow)",
                        class: "message", "data-type": msg.type});
       const fields = Object.entries(msg).filter(([k2]) => k2 !== "type" && k2 !== "leader")
-        .map(([k2, v]) => `${k2}=${Array.isArray(v) ? v.map((e) => `r${e.record}e${e.epoch}`).join(",") || "[]" : v}`);
+        .map(([k2, v]) => `${k2}=${Array.isArray(v) ? v.map((e) => `#${e.record}@e${e.epoch}`).join(",") || "[]" : v}`);
       el(svg, "text", {x: x + 12, y: (y1 + y2) / 2 - 4, "font-size": 11, fill: "#bf360c"}, `${msg.type} ${src}\u2192${dst}`);
       el(svg, "text", {x: x + 12, y: (y1 + y2) / 2 + 10, "font-size": 10, fill: "#6d4c41"}, fields.join(" "));
     });
@@ -347,10 +347,10 @@ JS = r"""
     if (c.broker_epochs) text += `, broker epochs ${Object.entries(c.broker_epochs).map(([r, e]) => r + ":" + e).join(" ")}`;
     $("controller").textContent = text;
     const h = st.history;
-    const acked = Object.entries(h.acked).map(([rec, off]) => `r${rec}@${off}`).join(" ") || "none";
+    const acked = Object.entries(h.acked).map(([rec, off]) => `#${rec} at offset ${off}`).join(", ") || "none";
     $("history").innerHTML = "";
     const lines = [`produced ${h.produced}`, `acknowledged ${acked}`,
-                   `exposed to consumers: ${h.exposed.map((r) => "r" + r).join(" ") || "none"}`,
+                   `exposed to consumers: ${h.exposed.map((rec, o) => `#${rec} at offset ${o}`).join(", ") || "none"}`,
                    `crashes ${h.crashes}, power failures ${h.power_failures}` +
                    (h.disk_losses === undefined ? "" : `, disk losses ${h.disk_losses}`)];
     for (const t of lines) { const d = document.createElement("div"); d.textContent = t; $("history").appendChild(d); }

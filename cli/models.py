@@ -204,9 +204,14 @@ def settings_line(cfg) -> str:
     return f"model={KAFKA_TLA} " + " ".join(f"{k}={','.join(v) if isinstance(v, list) else v}" for k, v in d.items())
 
 
+WIDE = "hwcheck.wide"       # ctx.meta key set by --wide (cli/options.py wide_option)
+
+
 def trace_table(model, trace, violated=None) -> str:
     if getattr(model, "family", DESIGN) != KAFKA_TLA:
-        return render.trace_table(model, trace, violated)
+        ctx = click.get_current_context(silent=True)
+        wide = ctx is None or ctx.meta.get(WIDE, True)      # a command without --wide: every field
+        return render.trace_table(model, trace, violated, render.terminal_width(wide))
     return tla_trace_table(model, trace, violated)
 
 

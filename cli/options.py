@@ -15,7 +15,7 @@ import click
 from hwcheck.spec import Config
 from hwcheck.spec.config import ACKS, RESPONSE_HW
 
-from .models import DESIGN_MODES, OTHER_MODES, design_config, mode_file_option, mode_option, with_options
+from .models import WIDE, DESIGN_MODES, OTHER_MODES, design_config, mode_file_option, mode_option, with_options
 
 EXIT_HOLDS, EXIT_VIOLATION, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 DEFAULTS = Config()
@@ -40,6 +40,13 @@ def switch(decls: str, *names, default=None, shown: str = "", **extra):
     if shown:
         extra["help"] = f"{extra.get('help', '')}  [default: {shown}]".strip()
     return click.option(decls, *names, multiple=True, callback=one_way, **extra)
+
+
+# --wide is read where trace tables are drawn (cli/models.trace_table), through the context
+wide_option = click.option("--wide", is_flag=True, expose_value=False,
+                           callback=lambda ctx, param, value: ctx.meta.__setitem__(WIDE, value),
+                           help="the trace table with every field however wide (default: a terminal narrower than "
+                                "the table gets it without the LEO and the fields no step changes)")
 
 
 def knob_options(fn=None, *, modes=None):

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import shutil
+import sys
 import textwrap
-from typing import List, Optional, Sequence
+from typing import List, Optional, Sequence, Tuple
 
 from hwcheck.checker import variants
 from hwcheck.spec.modes import without_elr
 from hwcheck.spec.releases import releases_of
+from hwcheck.spec.render import clients_saw
 from hwcheck.spec.state import FOLLOWER, LEADER, UNDEFINED, members, replica_name
 
 
@@ -88,9 +91,9 @@ def figures_line(result) -> str:
             f"{result.collision_probability:.1e}")
 
 
-def replica_cell(model, rep, r: int) -> str:
-    """One replica in one step: role and epoch, log as record@epoch, LEO, HW, epoch cache and,
-    on a leader, the remote LEOs it has learned."""
+def replica_parts(model, rep, r: int) -> List[Tuple[str, str]]:
+    """One replica in one step as (field, text) pairs: role and epoch, log as record@epoch, LEO,
+    HW, flushed point, epoch cache and, on a leader, the remote LEOs it has learned."""
     if not rep.alive:
         head = "down"
     elif rep.role == LEADER:
@@ -100,16 +103,21 @@ def replica_cell(model, rep, r: int) -> str:
     else:
         head = "-"
     log = " ".join(f"{rec}@{ep}" for rec, ep in rep.log) or "·"
-    parts = [head, f"[{log}]", f"leo={rep.leo}", f"hw={rep.hw}"]
+    parts = [("role", head), ("log", f"[{log}]"), ("leo", f"leo={rep.leo}"), ("hw", f"hw={rep.hw}")]
     if model.cfg.power_failures:
-        parts.append(f"fl={rep.flushed}")
+        parts.append(("fl", f"fl={rep.flushed}"))
     if model.rules.mode.epochs:
-        parts.append("ec=" + (",".join(f"{e}:{o}" for e, o in rep.epoch_cache) or "·"))
+        parts.append(("ec", "ec=" + (",".join(f"{e}:{o}" for e, o in rep.epoch_cache) or "·")))
     if rep.role == LEADER and rep.alive:
         remote = ",".join(f"{replica_name(f)}:{'?' if v == UNDEFINED else v}"
                           for f, v in enumerate(rep.remote_leo) if f != r)
-        parts.append(f"rl={remote}")
-    return " ".join(parts)
+        parts.append(("rl", f"rl={remote}"))
+    return parts
+
+
+def replica_cell(model, rep, r: int, leave_out=()) -> str:
+    """One replica in one step (:func:`replica_parts`), without the fields in ``leave_out``."""
+    return " ".join(text for name, text in replica_parts(model, rep, r) if name not in leave_out)
 
 
 def _field(value) -> str:
@@ -137,33 +145,71 @@ def replica_names(model, mask) -> str:
     return ",".join(replica_name(r) for r in members(mask, model.cfg.replicas))
 
 
-def controller_cell(model, c) -> str:
+def controller_cell(model, c, leave_out=()) -> str:
     leader = "none" if c.leader == UNDEFINED else replica_name(c.leader)
     cell = f"{leader} e{c.epoch} isr={replica_names(model, c.isr)}"
     if model.rules.mode.elr:
         cell += f" elr={replica_names(model, c.elr) or '·'} lke={replica_names(model, c.last_known_elr) or '·'}"
-    if c.broker_epochs:
+    if c.broker_epochs and "be" not in leave_out:
         cell += " be=" + ",".join(str(e) for e in c.broker_epochs)
     return cell
 
 
-def trace_table(model, trace, violated: Optional[Sequence[str]] = None) -> str:
-    """One row per step: the action, each replica, the controller; the last row names the broken
-    invariant(s). Legend: L<e>/F<e> leader/follower at epoch e (T: truncating), rec@epoch log
-    entries, rl remote LEOs (? unknown), ec epoch cache epoch:start."""
+def trace_table(model, trace, violated: Optional[Sequence[str]] = None, width: Optional[int] = None) -> str:
+    """One row per step: the action, what clients saw (``ack #0 at 0``: record 0 acknowledged at
+    offset 0; ``read #0 at 0``: exposed to consumers), each replica,
+    the controller; a cell the step changed starts with ``*`` (as the TLA+ Toolbox marks changed
+    variables); the last row names the broken invariant(s) and the lines under the table what
+    breaks each. Legend: L<e>/F<e> leader/follower at epoch e (T: truncating), rec@epoch log
+    entries, rl remote LEOs (? unknown), ec epoch cache epoch:start.
+
+    ``width`` (a terminal's columns): a wider table first leaves out the LEO (the log shows it),
+    per replica the fields no step changes and the replicas no step changes (said under the table);
+    then, if still too wide, the remote LEOs, epoch caches, broker epochs and the last column
+    (``--wide``: everything)."""
     n = model.cfg.replicas
-    header = ["step", "action"] + [replica_name(r) for r in range(n)] + ["controller", ""]
-    rows: List[List[str]] = []
-    for i, s in enumerate(trace.states):
-        action = "init" if i == 0 else model.format_label(trace.labels[i - 1])
-        note = ""
-        if i == len(trace.states) - 1 and violated:
-            note = "<- broken: " + ", ".join(violated)
-        rows.append([str(i), action] + [replica_cell(model, s.replicas[r], r) for r in range(n)]
-                    + [controller_cell(model, s.controller), note])
-    widths = [max(len(row[c]) for row in [header] + rows) for c in range(len(header))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in [header] + rows]
-    lines.insert(1, "  ".join("-" * w for w in widths).rstrip())
+
+    def build(leave_out, columns, note_text, controller_out=()):
+        header = ["step", "action", "clients"] + [replica_name(r) for r in columns] + ["controller"] + \
+                 ([""] if note_text else [])
+        rows: List[List[str]] = []
+        for i, s in enumerate(trace.states):
+            action = "init" if i == 0 else model.format_label(trace.labels[i - 1])
+            note = note_text if i == len(trace.states) - 1 and violated else ""
+            cells = [replica_cell(model, s.replicas[r], r, leave_out[r]) for r in columns] + \
+                    [controller_cell(model, s.controller, controller_out)]
+            if i:
+                before = trace.states[i - 1]
+                was = [replica_cell(model, before.replicas[r], r, leave_out[r]) for r in columns] + \
+                      [controller_cell(model, before.controller, controller_out)]
+                cells = [("*" if c != w else "") + c for c, w in zip(cells, was)]
+                saw = clients_saw(before, s)
+            else:
+                saw = ""
+            rows.append([str(i), action, saw] + cells + ([note] if note_text else []))
+        widths = [max(len(row[c]) for row in [header] + rows) for c in range(len(header))]
+        lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in [header] + rows]
+        lines.insert(1, "  ".join("-" * w for w in widths).rstrip())
+        return lines
+
+    lines = build([()] * n, range(n), "<- broken: " + ", ".join(violated or ()))
+    if width is not None and max(map(len, lines)) > width:
+        def cells(r, leave_out=()):
+            return {replica_cell(model, s.replicas[r], r, leave_out) for s in trace.states}
+
+        def constant(r, name):
+            return len({dict(replica_parts(model, s.replicas[r], r)).get(name) for s in trace.states}) == 1
+        for drop, controller_out, note in (((), (), "<- broken"), (("rl", "ec"), ("be",), "")):
+            leave_out = [("leo",) + drop + tuple(name for name in ("fl", "ec") if constant(r, name))
+                         for r in range(n)]
+            still = [r for r in range(n) if len(cells(r, leave_out[r])) == 1]
+            lines = build(leave_out, [r for r in range(n) if r not in still], note, controller_out)
+            lines += [f"{replica_name(r)} throughout: {cells(r, leave_out[r]).pop()}" for r in still]
+            if max(map(len, lines)) <= width:
+                break
+        left = ["LEO", "fields and replicas no step changes"] + \
+               (["remote LEOs (rl)", "epoch caches (ec)", "broker epochs (be)"] if drop else [])
+        lines.append(f"left out to fit {width} columns: {', '.join(left)} (--wide shows every field)")
     # under the table, what breaks each invariant in the last state (spec/invariants.py why_broken)
     checked = {name for name, _ in model.invariants}
     for name in violated or ():
@@ -171,4 +217,15 @@ def trace_table(model, trace, violated: Optional[Sequence[str]] = None) -> str:
             why = model.why_broken(trace.states[-1], name)
             if why:
                 lines.append(f"{name}: {why}")
+    if width is not None:       # the lines under the table wrap at the terminal's width
+        lines = [part for line in lines for part in (textwrap.wrap(line, width, subsequent_indent="  ")
+                                                     if len(line) > width else [line])]
     return "\n".join(lines)
+
+
+def terminal_width(wide: bool) -> Optional[int]:
+    """The columns a trace table may take: the terminal's, unless ``--wide`` or stdout is not a
+    terminal (a file or a pipe gets every field)."""
+    if wide or not sys.stdout.isatty():
+        return None
+    return shutil.get_terminal_size((120, 24)).columns

@@ -21,7 +21,7 @@ from . import jsonout
 from .html import first_breaks, render_html
 from .models import DESIGN_MODES, load_mode_file, mode_file_option, mode_named, mode_option, settings_line, trace_table
 from .options import (EXIT_HOLDS, EXIT_VIOLATION, check_writable, fail, read_text, refuse_quiet_with_verbose,
-                      write_file)
+                      wide_option, write_file)
 
 
 @click.command()
@@ -34,6 +34,7 @@ from .options import (EXIT_HOLDS, EXIT_VIOLATION, check_writable, fail, read_tex
               help="also write the trace as one self-contained HTML page (step through it in a browser)")
 @click.option("--force", is_flag=True, help="overwrite --html if it exists")
 @click.option("--quiet", is_flag=True, help="no trace table")
+@wide_option
 @click.option("--verbose", is_flag=True, help="also list the step where each invariant first breaks")
 @click.option("--focus", is_flag=True,
               help="drop every step the violation does not need and print the shorter trace")

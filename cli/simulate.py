@@ -18,7 +18,8 @@ from . import jsonout
 from .html import render_html
 from .models import build_model, model_options, settings_line, trace_table
 from .options import (EXIT_HOLDS, EXIT_INTERRUPTED, EXIT_VIOLATION, check_writable, fail, free_default_path,
-                      knob_options, refuse_quiet_with_verbose, switch, write_after_run, write_trace)
+                      knob_options, refuse_quiet_with_verbose, switch, wide_option, write_after_run,
+                      write_trace)
 from .progress import Progress, level as progress_level
 
 DEFAULT_RUNS = 10_000
@@ -54,6 +55,7 @@ DEFAULT_RUNS = 10_000
               help="also write the shrunk counterexample as an HTML report")
 @click.option("--force", is_flag=True, help="overwrite --out and --html if they exist")
 @click.option("--quiet", is_flag=True, help="no progress line, no trace table")
+@wide_option
 @click.option("--verbose", is_flag=True, help="progress as a log line each second, terminal or not")
 @jsonout.json_option("simulate")
 def simulate(seed, runs, depth, time_limit, swarm, only, confirm_states, workers, engine, master, out, html,

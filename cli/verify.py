@@ -21,7 +21,8 @@ from hwcheck.spec.actions import ACTIONS
 from . import jsonout
 from .models import DESIGN_ONLY, TLA_ONLY, build_config, given, model_options, settings_line, trace_table
 from .options import (EXIT_HOLDS, EXIT_INTERRUPTED, EXIT_VIOLATION, check_writable, fail, free_default_path,
-                      interrupted, knob_options, refuse_quiet_with_verbose, replay_command, write_after_run, write_trace)
+                      interrupted, knob_options, refuse_quiet_with_verbose, replay_command, wide_option, write_after_run,
+                      write_trace)
 from .progress import Progress, level as progress_level
 from .render import figures_line
 
@@ -54,6 +55,7 @@ LIVENESS_TAKES = frozenset({"liveness", "fair", "max_nodes", "model_family", "mo
               help="where to write the counterexample (ITF JSON); default hwcheck-<mode>-<invariant>.itf.json")
 @click.option("--force", is_flag=True, help="overwrite --out if it exists")
 @click.option("--quiet", is_flag=True, help="no progress line, no trace table")
+@wide_option
 @click.option("--verbose", is_flag=True, help="progress as a log line each second, terminal or not")
 @click.option("--symmetry", is_flag=True,
               help="explore one state per class of states equal up to renaming replicas "

@@ -47,3 +47,23 @@ def message_text(msg: Message) -> str:
     if msg.kind == EPOCH_REQUEST:
         return f"epoch?{msg.requested_epoch}"
     return f"epoch={msg.epoch}:{msg.end_offset}"
+
+
+def clients_saw(before: State, after: State) -> str:
+    """What the clients saw change in one step: a record acknowledged to the producer (``ack #0 at
+    0``: record 0, at offset 0), a record exposed to consumers (``read #0 at 0``); "" for none.
+
+    >>> from hwcheck.checker.trace import load_itf, replay
+    >>> done = replay(load_itf(open("counterexamples/hw-data-loss.itf.json").read()))
+    >>> [(i, clients_saw(a, b)) for i, (a, b) in enumerate(zip(done.trace.states, done.trace.states[1:]), 1)
+    ...  if clients_saw(a, b)]
+    [(6, 'ack, read #0 at 0')]
+    """
+    acked = {(record, offset) for record, offset in enumerate(after.history.acked)
+             if offset != UNDEFINED and offset != (before.history.acked[record] if record < len(before.history.acked)
+                                                   else UNDEFINED)}
+    read = {(after.history.exposed[o], o) for o in range(len(before.history.exposed), len(after.history.exposed))}
+    seen = [("ack, read" if (record, offset) in read else "ack") + f" #{record} at {offset}"
+            for record, offset in sorted(acked, key=lambda ro: ro[1])]
+    seen += [f"read #{record} at {offset}" for record, offset in sorted(read - acked, key=lambda ro: ro[1])]
+    return ", ".join(seen)

@@ -212,5 +212,6 @@ def test_verify_has_the_options_it_always_had():
         "--max-epoch", "--min-isr", "--acks", "--unclean-election", "--response-hw", "--follower-reads", "--kafka", "--elr",
         "--model",
         "--log-size", "--max-records", "--max-leader-epoch", "--engine", "--depth", "--master", "--partitions",
-        "--max-depth", "--all-invariants", "--invariant", "--out", "--force", "--quiet", "--verbose", "--symmetry",
+        "--max-depth", "--all-invariants", "--invariant", "--out", "--force", "--quiet", "--wide", "--verbose",
+        "--symmetry",
         "--workers", "--checkpoint", "--resume", "--max-memory", "--liveness", "--fair", "--max-nodes", "--json"]

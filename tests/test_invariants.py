@@ -34,3 +34,22 @@ def test_every_broken_invariant_says_what_breaks_it_and_a_holding_one_nothing(pa
 def test_the_explanation_of_each_invariant(name, invariant, words):
     done = replay(load_itf((ROOT / "counterexamples" / f"{name}.itf.json").read_text()))
     assert words in done.model.why_broken(done.trace.states[-1], invariant)
+
+
+def test_a_trace_table_says_what_clients_saw_marks_changes_and_fits_a_terminal():
+    """The newcomer's 3-replica table was over 200 columns; in a 120-column terminal it keeps every
+    step, what clients saw and what breaks, and says what it left out (--wide: everything)."""
+    from hwcheck.cli.render import trace_table
+    done = replay(load_itf((ROOT / "counterexamples" / "kafka19522-3-replicas-crash-and-power-failure-loss.itf.json")
+                           .read_text()))
+    wide = trace_table(done.model, done.trace, ["NoCommittedDataLoss"]).splitlines()
+    assert max(map(len, wide)) > 120
+    narrow = trace_table(done.model, done.trace, ["NoCommittedDataLoss"], width=120).splitlines()
+    assert max(map(len, narrow)) <= 120
+    text = " ".join(narrow)
+    assert "left out to fit 120 columns" in text and "NoCommittedDataLoss: record 0, acknowledged at offset" in text
+    rows = [line for line in narrow if line[:2].strip().isdigit()]
+    assert len(rows) == len(done.trace.states)
+    acked = [row for row in rows if " ack" in row]
+    assert acked and all("#" in row for row in acked)
+    assert all("*" in row for row in rows[1:] if not row.split()[1].startswith(("send_", "leader_handle_fetch")))

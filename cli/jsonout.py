@@ -1,4 +1,4 @@
-"""``--json`` on verify, replay, gate, modes and simulate: one JSON document on stdout, nothing else there.
+"""``--json`` on verify, replay, gate, modes, simulate and prove: one JSON document on stdout, nothing else there.
 
 A command notes what it found with ``note(**fields)`` (a no-op without ``--json``); the
 ``@json_option(...)`` decorator a command applies adds ``--json`` and, with it given, silences the
@@ -9,7 +9,7 @@ document; docs/hwcheck-json.schema.json holds it (a test keeps the two equal) an
 describes it.
 
 >>> sorted(SCHEMA["$defs"])
-['figures', 'gate', 'mode', 'modes', 'replay', 'settings', 'simulate', 'verify']
+['figures', 'gate', 'mode', 'modes', 'prove', 'replay', 'settings', 'simulate', 'verify']
 """
 
 from __future__ import annotations
@@ -40,11 +40,11 @@ SCHEMA = {
     "required": ["hwcheck", "command", "exit_code"],
     "properties": {
         "hwcheck": {"type": "string", "description": "the hwcheck version"},
-        "command": {"enum": ["verify", "replay", "gate", "modes", "simulate"]},
-        "exit_code": {"enum": [0, 1, 130]},
+        "command": {"enum": ["verify", "replay", "gate", "modes", "simulate", "prove"]},
+        "exit_code": {"enum": [0, 1, 3, 130], "description": "3: prove only, not k-inductive"},
     },
     "oneOf": [{"$ref": "#/$defs/verify"}, {"$ref": "#/$defs/replay"}, {"$ref": "#/$defs/gate"},
-              {"$ref": "#/$defs/modes"}, {"$ref": "#/$defs/simulate"}],
+              {"$ref": "#/$defs/modes"}, {"$ref": "#/$defs/simulate"}, {"$ref": "#/$defs/prove"}],
     "$defs": {
         "settings": {
             "type": "object", "required": ["model", "mode", "replicas"],
@@ -208,6 +208,19 @@ SCHEMA = {
                     "additionalProperties": False}},
             },
         },
+        "prove": {
+            "type": "object",
+            "required": ["command", "settings", "invariants", "method", "k", "verdict", "verdict_line"],
+            "properties": {
+                "command": {"const": "prove"},
+                "settings": {"$ref": "#/$defs/settings"},
+                "invariants": {"type": "array", "items": {"type": "string"}, "description": "their conjunction"},
+                "method": {"enum": ["k-induction", "discover", "lemmas"]},
+                "k": _INT,
+                "verdict": {"enum": ["proved", "violated", "not-inductive", "interrupted"]},
+                "verdict_line": {"type": "string", "description": "the verdict as the text prints it"},
+            },
+        },
         "modes": {
             "type": "object",
             "required": ["command", "modes", "aliases", "newest"],
@@ -308,16 +321,18 @@ def note(**fields) -> None:
 JSON_HELP = "print one JSON document on stdout (schema in docs/cli.md) instead of text"
 
 
-def json_option(command: str, refuse=(), done="verdict"):
+def json_option(command: str, refuse=(), done="verdict", verdicts=None):
     """The decorator a command puts right over its function (so ``--json`` is its last option and
-    the wrapper the outermost): adds ``--json`` and runs the command through :func:`json_callback`."""
+    the wrapper the outermost): adds ``--json`` and runs the command through :func:`json_callback`.
+    ``verdicts`` (exit code -> verdict) lets a command's exit code give the verdict, with its
+    ``verdict:`` line as the text printed it."""
     def decorate(fn):
         return click.option("--json", "as_json", is_flag=True, help=JSON_HELP)(
-            json_callback(fn, command, refuse, done))
+            json_callback(fn, command, refuse, done, verdicts))
     return decorate
 
 
-def json_callback(fn, command: str, refuse=(), done="verdict"):
+def json_callback(fn, command: str, refuse=(), done="verdict", verdicts=None):
     """Wrap a command's function: with --json, its text on stdout is dropped and the noted
     document printed at the end. ``refuse`` names options that do not combine with --json;
     ``done`` is the field a finished command has noted."""
@@ -332,14 +347,18 @@ def json_callback(fn, command: str, refuse=(), done="verdict"):
         ctx = click.get_current_context()
         record = ctx.meta[META_KEY] = {"hwcheck": version(), "command": command}
         code = 0
+        text = io.StringIO()
         try:
-            with contextlib.redirect_stdout(io.StringIO()):
+            with contextlib.redirect_stdout(text):
                 fn(**kwargs)
         except click.exceptions.Exit as e:
             code = e.exit_code
         finally:
             del ctx.meta[META_KEY]
-        if code not in (0, 1, 130) or done not in record:
+        if verdicts and code in verdicts:
+            said = [line for line in text.getvalue().splitlines() if line.startswith(("verdict:", "interrupted:"))]
+            record.update(verdict=verdicts[code], verdict_line=said[-1] if said else "")
+        if code not in (0, 1, 3, 130) or done not in record:
             if code == 2:
                 raise click.exceptions.Exit(2)
             click.echo("hwcheck: error: --json is not available for lasso (liveness) traces", err=True)

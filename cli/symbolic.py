@@ -21,6 +21,7 @@ from hwcheck.spec import ConfigError
 from hwcheck.spec.auxiliary import AUXILIARY
 from hwcheck.spec.state import LEADER, UNDEFINED, replica_name
 
+from . import jsonout
 from .options import EXIT_HOLDS, EXIT_INTERRUPTED, EXIT_VIOLATION, check_writable, fail, knob_options, make_config, switch
 from .models import DESIGN_MODES
 from .render import controller_cell, messages_cell, replica_cell, replica_names, settings_line, trace_table
@@ -100,10 +101,14 @@ def _z3_config_errors(fn):
                    "one z3 query, no discovery")
 @click.option("--force", is_flag=True, help="--save-lemmas: replace FILE if it exists")
 @_z3_config_errors
+@jsonout.json_option("prove", verdicts={EXIT_HOLDS: "proved", EXIT_VIOLATION: "violated",
+                                        EXIT_NOT_INDUCTIVE: "not-inductive", EXIT_INTERRUPTED: "interrupted"})
 def prove(names, k, aux, discover, reach_limit, learn, explain, save_lemmas, lemma_file, force, **knobs):
     """k-induction with z3: 'holds at every depth', or 'not k-inductive' with the counterexample
     to induction. Exit 0 proved, 1 violated from the initial state, 3 not k-inductive."""
     model = proof_model(make_config(**knobs))
+    jsonout.note(settings=jsonout.settings(model), invariants=list(dict.fromkeys(names)), k=k,
+                 method="lemmas" if lemma_file is not None else "discover" if discover else "k-induction")
     known = [name for name, _ in model.invariants]
     unknown = [name for name in names if name not in known]
     if unknown:

@@ -98,6 +98,18 @@ def test_a_trace_is_read_from_a_pipe_as_dash():
     assert bad.exit_code == 2 and "-: malformed JSON" in bad.stderr
 
 
+def test_prove_json_gives_the_verdict_of_its_exit_code():
+    import jsonschema
+    from hwcheck.cli.jsonout import SCHEMA
+    done = run_cli_here("prove", "--mode=hw", "--records=1", "--crashes=0", "--invariant=NoCommittedDataLoss", "--json")
+    assert done.returncode == 3, done.stderr
+    doc = json.loads(done.stdout)
+    jsonschema.validate(doc, SCHEMA)
+    assert (doc["command"], doc["method"], doc["k"], doc["verdict"], doc["exit_code"]) == \
+        ("prove", "k-induction", 1, "not-inductive", 3)
+    assert doc["verdict_line"].startswith("verdict: not k-inductive (k=1)")
+
+
 def test_bounds_that_leave_elections_out_say_so_beside_the_verdict():
     done = run_cli_here("verify", "--max-epoch=0", "--records=1", "--quiet")
     assert done.returncode == 0, done.stderr

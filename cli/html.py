@@ -97,6 +97,9 @@ def report_data(model, trace, source: str, claimed: Optional[str] = None) -> dic
         # what breaks each broken invariant, in the spec's words (spec/invariants.py why_broken)
         if hasattr(model, "why_broken"):
             states[-1]["why"] = {name: model.why_broken(s, name) for name in states[-1]["broken"]}
+            # the cells at fault, "r0:2" (replica r0, offset 2), for the red outline
+            states[-1]["culprits"] = sorted({f"r{r}:{o}" for name in states[-1]["broken"]
+                                             for r, o in model.broken_cells(s, name)})
     return {
         "source": source,
         "settings": settings_line(model.cfg),
@@ -314,28 +317,9 @@ JS = r"""
       el(svg, "text", {x: GUTTER, y: TOP, "font-size": 11, fill: "#aaa"}, "no message in flight");
   }
 
-  // the cells that break an invariant at this step ("r0:2": replica r0, offset 2)
+  // the cells that break an invariant at this step ("r0:2": replica r0, offset 2), as the spec names them
   function brokenCells(cur) {
-    const out = new Set(), reps = cur.state.replicas;
-    if (cur.broken.includes("NoLogDivergence")) {       // disagreement below both HWs
-      D.replicas.forEach((a, i) => D.replicas.slice(i + 1).forEach((b) => {
-        const below = Math.min(reps[a].hw, reps[b].hw);
-        for (let o = 0; o < below; o++) {
-          const x = reps[a].log[o], y = reps[b].log[o];
-          if (x.record !== y.record || x.epoch !== y.epoch) { out.add(`${a}:${o}`); out.add(`${b}:${o}`); }
-        }
-      }));
-    }
-    if (cur.broken.includes("ConsumerConsistency")) {   // a leader serves another record than was read
-      const exposed = cur.state.history.exposed;
-      for (const r of D.replicas) {
-        const rep = reps[r];
-        if (!rep.alive || rep.role !== "leader") continue;
-        for (let o = 0; o < Math.min(rep.hw, exposed.length); o++)
-          if (rep.log[o].record !== exposed[o]) out.add(`${r}:${o}`);
-      }
-    }
-    return out;
+    return new Set(cur.culprits || []);
   }
 
   // ---------------------------------------------------------------- controller and producer

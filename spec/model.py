@@ -17,7 +17,7 @@ from typing import Callable, Iterator, List, Optional, Tuple
 from .actions import ACTIONS, DISK_ONLY, EPOCH_ONLY, EVENTS, OLD_RESPONSE_ONLY, POWER_ONLY, Rules, dated, initial_state
 from .config import Config, ConfigError
 from . import render, renaming
-from .invariants import invariants_for, why_broken
+from .invariants import broken_cells, invariants_for, why_broken
 from .liveness import FAIR_ACTIONS, LIVENESS
 from .modes import Mode
 from .state import (EPOCH_REQUEST, FETCH, FETCH_RESPONSE, MESSAGE_NAMES, ROLE_NAMES, UNDEFINED, Message, State,
@@ -101,6 +101,10 @@ class Model:
         """One line naming the record, offset or replica that breaks the invariant ``name`` in ``s``
         (None while it holds): spec/invariants.py ``why_broken``."""
         return why_broken(dict(self.invariants)[name], s)
+
+    def broken_cells(self, s: State, name: str) -> List[Tuple[int, int]]:
+        """The log cells (replica, offset) at fault for the invariant ``name`` in ``s``."""
+        return broken_cells(dict(self.invariants)[name], s)
 
     @property
     def action_names(self) -> Tuple[str, ...]:

@@ -25,6 +25,15 @@ def test_every_broken_invariant_says_what_breaks_it_and_a_holding_one_nothing(pa
             assert "offset" in why or "fenced" in why or "LEO" in why, why
 
 
+def test_the_cells_at_fault_are_those_the_explanation_names():
+    done = replay(load_itf((ROOT / "counterexamples" / "kip380-unclean-min-isr-2-divergence.itf.json").read_text()))
+    last = done.trace.states[-1]
+    cells = done.model.broken_cells(last, "NoLogDivergence")
+    o = cells[0][1]
+    assert cells == [(0, o), (1, o)] and f"differ at offset {o}" in done.model.why_broken(last, "NoLogDivergence")
+    assert done.model.broken_cells(done.trace.states[0], "NoLogDivergence") == []
+
+
 @pytest.mark.parametrize("name, invariant, words", [
     ("hw-divergence", "NoLogDivergence", "r0 and r1 differ at offset"),
     ("kafka13141-kafka-14704-follower-read", "ConsumerConsistency", "follower with HW"),

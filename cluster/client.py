@@ -71,6 +71,18 @@ class Client:
         else:
             self.failed[rec] = str(err.name() if hasattr(err, "name") else err)
 
+    def poll(self, seconds: float) -> None:
+        """Serve the producer's delivery reports for up to ``seconds``. Ctrl-C inside librdkafka's
+        poll comes back from confluent-kafka as "SystemError: ... returned NULL without setting an
+        exception" (the handler's KeyboardInterrupt is lost on the way out of the C call): it is
+        raised here as the interrupt it was."""
+        try:
+            self.producer.poll(seconds)
+        except SystemError as e:
+            if "without setting an exception" in str(e):
+                raise KeyboardInterrupt from None
+            raise
+
     def sleep(self, seconds: float) -> None:
         """Wait, serving the producer's delivery reports meanwhile."""
         deadline = time.monotonic() + seconds
@@ -78,7 +90,7 @@ class Client:
             left = deadline - time.monotonic()
             if left <= 0:
                 return
-            self.producer.poll(min(left, 0.1))
+            self.poll(min(left, 0.1))
 
     def produce(self, leader: int = 0) -> int:
         rec = self.produced
@@ -88,7 +100,7 @@ class Client:
                              name=f"hwcheck-produce-{rec}").start()
         else:
             self.producer.produce(TOPIC, value=str(rec).encode(), partition=0, on_delivery=self._report)
-            self.producer.poll(0)
+            self.poll(0)
         self.produced += 1
         return rec
 

@@ -82,7 +82,7 @@ def probe(rel, lib: Path, log: Callable[[str], None] = lambda m: None, keep: Opt
                 proxies.release(proxies.wait_held(RESPONSE, 1, 0, FETCH, 30, after=request))
             request = proxies.wait_held(REQUEST, 1, 0, FETCH, 30)     # held while r0 takes a record
             client.producer.produce(OTHER, b"0", partition=0)
-            client.producer.poll(0.5)
+            client.poll(0.5)
             _wait("r0 dropping r1 from the second partition's ISR", lambda: _partition(cluster, OTHER) == (0, (0,)))
             if _partition(cluster, TOPIC) != (0, (0, 1)):
                 raise ClusterError(f"{TOPIC} left the state the probe needs: {_partition(cluster, TOPIC)}")

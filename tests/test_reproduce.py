@@ -227,3 +227,23 @@ def test_the_proxy_is_used_where_a_trace_needs_a_message_held_or_when_asked():
         if auto:
             with pytest.raises(PlanError, match="run it with --proxy"):
                 plan_for(prediction, invariant, False)
+
+
+def test_ctrl_c_lost_inside_librdkafka_poll_is_still_an_interrupt():
+    """confluent-kafka answers a KeyboardInterrupt raised inside its C poll with a SystemError
+    (CI saw it once in the Ctrl-C test); the client raises it as the interrupt it was."""
+    from hwcheck.cluster.client import Client
+
+    class Producer:
+        def __init__(self, message):
+            self.message = message
+
+        def poll(self, timeout):
+            raise SystemError(self.message)
+    client = Client.__new__(Client)
+    client.producer = Producer("<method 'poll' of 'cimpl.Producer' objects> returned NULL without setting an exception")
+    with pytest.raises(KeyboardInterrupt):
+        client.sleep(1)
+    client.producer = Producer("something else")
+    with pytest.raises(SystemError, match="something else"):
+        client.sleep(1)

@@ -103,3 +103,45 @@ def hw_model():
 @pytest.fixture
 def epoch_model():
     return Model(Config(mode="epoch", records=2))
+
+
+# ---------------------------------------------------------------- a real browser (Debian's Chromium)
+
+CHROMIUM = Path("/usr/bin/chromium")
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+def _browser_missing() -> str:
+    if not CHROMIUM.exists():
+        return f"{CHROMIUM} is not installed (apt-get install chromium; .ci/run does it)"
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "the playwright package is not installed (pip install '.[test]')"
+    return ""
+
+
+@pytest.fixture
+def browser_page(tmp_path):
+    """A page of Debian's Chromium driven by Playwright; CI (CI=true) fails without them, elsewhere
+    the test is skipped saying why. ``page.errors`` and ``page.requests`` collect what it saw."""
+    missing = _browser_missing()
+    if missing:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"the browser test must run in CI: {missing}")
+        pytest.skip(missing)
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as p:
+        context = p.chromium.launch_persistent_context(
+            str(tmp_path / "profile"), executable_path=str(CHROMIUM), args=FLAGS, headless=True,
+            viewport={"width": 1300, "height": 900})
+        page = context.new_page()
+        page.errors, page.requests = [], []
+        page.on("pageerror", lambda e: page.errors.append(str(e)))
+        page.on("console", lambda m: page.errors.append(m.text) if m.type == "error" else None)
+        page.on("request", lambda r: page.requests.append(r.url))
+        try:
+            yield page
+        finally:
+            context.close()

@@ -1,10 +1,9 @@
 """``hwcheck explore``: its JSON API driven in this process over HTTP (a server on an ephemeral port in
-a thread), the command's bad inputs, Ctrl-C, and one browser test in a real headless Chromium
-(Debian's /usr/bin/chromium via Playwright, as tests/test_html_report.py: CI=true always runs it,
+a thread), the command's bad inputs, Ctrl-C, and three browser tests in a real headless Chromium
+(Debian's /usr/bin/chromium via Playwright, conftest's ``browser_page``: CI=true always runs it,
 elsewhere it skips, saying why, only when chromium or playwright is missing)."""
 
 import json
-import os
 import signal
 import socket
 import subprocess
@@ -15,8 +14,6 @@ import urllib.error
 import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
-
-import pytest
 
 from hwcheck.checker.result import Trace
 from hwcheck.checker.trace import differential, to_itf
@@ -29,9 +26,6 @@ from .conftest import ROOT, run_cli_here
 CX = ROOT / "counterexamples"
 HW_LOSS = CX / "hw-data-loss.itf.json"
 KIP966_CASE = CX / "kafka15583-power-failure-min-isr-2-loss.itf.json"
-CHROMIUM = Path("/usr/bin/chromium")
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 
 def _labels(path: Path):
@@ -318,39 +312,6 @@ def test_a_trace_under_another_mode_served_then_ctrl_c_exits_130():
 
 
 # ---------------------------------------------------------------- in a browser
-
-def _browser_missing() -> str:
-    if not CHROMIUM.exists():
-        return f"{CHROMIUM} is not installed (apt-get install chromium; .ci/run does it)"
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        return "the playwright package is not installed (pip install '.[test]')"
-    return ""
-
-
-@pytest.fixture
-def browser_page(tmp_path):
-    missing = _browser_missing()
-    if missing:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"the browser test must run in CI: {missing}")
-        pytest.skip(missing)
-    from playwright.sync_api import sync_playwright
-    with sync_playwright() as p:
-        context = p.chromium.launch_persistent_context(
-            str(tmp_path / "profile"), executable_path=str(CHROMIUM), args=FLAGS, headless=True,
-            viewport={"width": 1300, "height": 900})
-        page = context.new_page()
-        page.errors, page.requests = [], []
-        page.on("pageerror", lambda e: page.errors.append(str(e)))
-        page.on("console", lambda m: page.errors.append(m.text) if m.type == "error" else None)
-        page.on("request", lambda r: page.requests.append(r.url))
-        try:
-            yield page
-        finally:
-            context.close()
-
 
 def test_clicking_through_kip101_scenario_1_turns_no_committed_data_loss_red(browser_page):
     page = browser_page

@@ -2,55 +2,18 @@
 
 CI (CI=true, set by .ci/run, which installs chromium) always runs it; elsewhere it skips, saying
 why, only when chromium or playwright is missing. HWCHECK_UPDATE_SCREENSHOTS=1 rewrites the
-screenshot docs/ embeds (docs/img/report-hw-data-loss.png).
+screenshot docs/ embeds (docs/img/report-hw-data-loss.png). The browser is conftest's
+``browser_page``.
 """
 
 import json
 import os
 from pathlib import Path
 
-import pytest
-
 from .conftest import ROOT, run_cli
 
-CHROMIUM = Path("/usr/bin/chromium")
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 SCREENSHOT = ROOT / "docs" / "img" / "report-hw-data-loss.png"
 CX = ROOT / "counterexamples"
-
-
-def _browser_missing() -> str:
-    if not CHROMIUM.exists():
-        return f"{CHROMIUM} is not installed (apt-get install chromium; .ci/run does it)"
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        return "the playwright package is not installed (pip install '.[test]')"
-    return ""
-
-
-@pytest.fixture
-def browser_page(tmp_path):
-    missing = _browser_missing()
-    if missing:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"the browser test must run in CI: {missing}")
-        pytest.skip(missing)
-    from playwright.sync_api import sync_playwright
-    with sync_playwright() as p:
-        context = p.chromium.launch_persistent_context(
-            str(tmp_path / "profile"), executable_path=str(CHROMIUM), args=FLAGS, headless=True,
-            viewport={"width": 1300, "height": 900})
-        page = context.new_page()
-        page.errors, page.requests = [], []
-        page.on("pageerror", lambda e: page.errors.append(str(e)))
-        page.on("console", lambda m: page.errors.append(m.text) if m.type == "error" else None)
-        page.on("request", lambda r: page.requests.append(r.url))
-        try:
-            yield page
-        finally:
-            context.close()
 
 
 def _report(tmp_path, trace: Path) -> Path:

@@ -173,20 +173,16 @@ def trace_table(model, trace, violated: Optional[Sequence[str]] = None, width: O
         header = ["step", "action", "clients"] + [replica_name(r) for r in columns] + ["controller"] + \
                  ([""] if note_text else [])
         rows: List[List[str]] = []
+        was = None
         for i, s in enumerate(trace.states):
             action = "init" if i == 0 else model.format_label(trace.labels[i - 1])
             note = note_text if i == len(trace.states) - 1 and violated else ""
             cells = [replica_cell(model, s.replicas[r], r, leave_out[r]) for r in columns] + \
                     [controller_cell(model, s.controller, controller_out)]
-            if i:
-                before = trace.states[i - 1]
-                was = [replica_cell(model, before.replicas[r], r, leave_out[r]) for r in columns] + \
-                      [controller_cell(model, before.controller, controller_out)]
-                cells = [("*" if c != w else "") + c for c, w in zip(cells, was)]
-                saw = clients_saw(before, s)
-            else:
-                saw = ""
-            rows.append([str(i), action, saw] + cells + ([note] if note_text else []))
+            marked = cells if was is None else [("*" if c != w else "") + c for c, w in zip(cells, was)]
+            saw = clients_saw(trace.states[i - 1], s) if i else ""
+            rows.append([str(i), action, saw] + marked + ([note] if note_text else []))
+            was = cells
         widths = [max(len(row[c]) for row in [header] + rows) for c in range(len(header))]
         lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in [header] + rows]
         lines.insert(1, "  ".join("-" * w for w in widths).rstrip())

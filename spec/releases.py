@@ -149,9 +149,7 @@ def covering(version: str) -> Covered:
     ...
     hwcheck.spec.releases.UnknownRelease: no mode covers Kafka 3.5.1: KAFKA-14704's fix (3.4.1) without KIP-903's broker epochs (3.6 KRaft); the nearest modes are kafka13141 (to 3.4.0) and kip903 (from 3.6.0)
     """
-    version = version.strip()
-    if not version or not all(p.isdigit() for p in version.split(".")):
-        raise UnknownRelease(f"{version!r} is not a Kafka version (e.g. 3.9.1, or 3.9 for the newest 3.9.x)")
+    version = _checked(version)
     key = version_key(version)
     exact = len(key) >= 3
     width = len(key) if not exact else None
@@ -218,11 +216,17 @@ def newest_of(mode: str) -> Optional[Release]:
     return rows[-1] if rows else None
 
 
-def release(version: str) -> Release:
-    """The row for an exact version ("3.9.1") or the newest row of a line ("3.9", "4")."""
+def _checked(version: str) -> str:
+    """A version as given, stripped; UnknownRelease if it is not one ("3.9.1", "3.9", "4")."""
     version = version.strip()
     if not version or not all(p.isdigit() for p in version.split(".")):
         raise UnknownRelease(f"{version!r} is not a Kafka version (e.g. 3.9.1, or 3.9 for the newest 3.9.x)")
+    return version
+
+
+def release(version: str) -> Release:
+    """The row for an exact version ("3.9.1") or the newest row of a line ("3.9", "4")."""
+    version = _checked(version)
     for r in RELEASES:
         if r.version == version:
             return r

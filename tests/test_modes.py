@@ -188,6 +188,13 @@ def test_elr_off_is_the_line_before_kip966_with_the_fixes_since(mode, off):
     assert all(without_elr(m) is None for m in LADDER if not m.elr)
 
 
+def test_elr_off_for_a_variant_no_ladder_mode_matches_is_a_variant_of_it():
+    mine = MODES["kafka19522"].variant("mine", strict_min_isr=False)
+    off = without_elr(mine)
+    assert (off.name, off.parent, off.elr, off.elect_fenced_last_leader, off.strict_min_isr) == \
+        ("mine-no-elr", "mine", False, False, False)
+
+
 def test_elr_off_keeps_the_last_isr_member():
     """The exact step --no-elr changes: the controller handles the failure of the last ISR member.
     ELR on, the ISR empties and r0 joins the ELR (PartitionChangeBuilder.build @4.1.1); off, r0 stays."""

@@ -335,7 +335,8 @@ def json_option(command: str, refuse=(), done="verdict", verdicts=None):
 def json_callback(fn, command: str, refuse=(), done="verdict", verdicts=None):
     """Wrap a command's function: with --json, its text on stdout is dropped and the noted
     document printed at the end. ``refuse`` names options that do not combine with --json;
-    ``done`` is the field a finished command has noted."""
+    ``done`` is the field a finished command has noted; ``verdicts`` (exit code -> verdict) sets
+    ``verdict`` from the exit code and ``verdict_line`` from the text's last ``verdict:`` line."""
     @functools.wraps(fn)
     def wrapper(as_json=False, **kwargs):
         if not as_json:

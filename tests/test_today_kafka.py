@@ -10,7 +10,7 @@ from hwcheck.spec import Config, ConfigError, Model
 from hwcheck.spec.state import FETCH_RESPONSE, UNDEFINED
 
 from .conftest import ROOT, run_cli, run_labels
-from .test_html_report import _report, browser_page  # noqa: F401  (a fixture)
+from .test_html_report import _report
 
 CX = ROOT / "counterexamples"
 

@@ -189,6 +189,7 @@ def trace_table(model, trace, violated: Optional[Sequence[str]] = None, width: O
         return lines
 
     lines = build([()] * n, range(n), "<- broken: " + ", ".join(violated or ()))
+    under: List[str] = []               # the lines under the table
     if width is not None and max(map(len, lines)) > width:
         def cells(r, leave_out=()):
             return {replica_cell(model, s.replicas[r], r, leave_out) for s in trace.states}
@@ -200,23 +201,22 @@ def trace_table(model, trace, violated: Optional[Sequence[str]] = None, width: O
                          for r in range(n)]
             still = [r for r in range(n) if len(cells(r, leave_out[r])) == 1]
             lines = build(leave_out, [r for r in range(n) if r not in still], note, controller_out)
-            lines += [f"{replica_name(r)} throughout: {cells(r, leave_out[r]).pop()}" for r in still]
-            if max(map(len, lines)) <= width:
+            under = [f"{replica_name(r)} throughout: {cells(r, leave_out[r]).pop()}" for r in still]
+            if max(map(len, lines + under)) <= width:
                 break
         left = ["LEO", "fields and replicas no step changes"] + \
                (["remote LEOs (rl)", "epoch caches (ec)", "broker epochs (be)"] if drop else [])
-        lines.append(f"left out to fit {width} columns: {', '.join(left)} (--wide shows every field)")
+        under.append(f"left out to fit {width} columns: {', '.join(left)} (--wide shows every field)")
     # under the table, what breaks each invariant in the last state (spec/invariants.py why_broken)
     checked = {name for name, _ in model.invariants}
     for name in violated or ():
         if name in checked and trace.states:
             why = model.why_broken(trace.states[-1], name)
             if why:
-                lines.append(f"{name}: {why}")
-    if width is not None:       # the lines under the table wrap at the terminal's width
-        lines = [part for line in lines for part in (textwrap.wrap(line, width, subsequent_indent="  ")
-                                                     if len(line) > width else [line])]
-    return "\n".join(lines)
+                under.append(f"{name}: {why}")
+    if width is not None:       # the lines under the table (never its rows) wrap at the terminal's width
+        under = [part for line in under for part in textwrap.wrap(line, width, subsequent_indent="  ")]
+    return "\n".join(lines + under)
 
 
 def terminal_width(wide: bool) -> Optional[int]:

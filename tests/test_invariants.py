@@ -62,3 +62,6 @@ def test_a_trace_table_says_what_clients_saw_marks_changes_and_fits_a_terminal()
     acked = [row for row in rows if " ack" in row]
     assert acked and all("#" in row for row in acked)
     assert all("*" in row for row in rows[1:] if not row.split()[1].startswith(("send_", "leader_handle_fetch")))
+    # narrower than the compact table: its rows stay whole (only the lines under it wrap)
+    tiny = trace_table(done.model, done.trace, ["NoCommittedDataLoss"], width=60).splitlines()
+    assert [line for line in tiny if line[:2].strip().isdigit()] == [row for row in rows]

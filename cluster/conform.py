@@ -31,6 +31,7 @@ from .plan import PLACED, PROXIED
 
 # steps Kafka takes by itself as soon as it can: the walk takes them at once, as the cluster will
 EAGER = ("become_leader", "become_follower", "elect_offline", "register", "controller_handle_failure",
+         "controller_handle_failure_leader",
          "follower_handle_old_response")      # an old leader's answer reaches its fetcher thread within ms
 
 # steps a walk places (the proxy places the fetch path); flushes, expired sessions and messages

@@ -9,8 +9,9 @@ record@epoch (read from its segment files: the batches' partitionLeaderEpoch) an
 ``compare`` is the checkpoint rule of cluster/plan.py: the controller, the processes and the
 producer's acknowledgements as the model has them, and each log equal to the model's or ahead of
 it only by records its leader already holds in the model (replication the cluster ran early).
-Leader epochs are shown, not compared: KRaft numbers them differently (it bumps the epoch on every
-leader change, including to no leader; docs/reproduce.md).
+KRaft's leader epochs are compared too (the KRaft modes bump the epoch as its controller does, on
+every leader change, including to no leader: ``fence_elects``); ZooKeeper's are shown, not compared
+(docs/reproduce.md).
 """
 
 from __future__ import annotations
@@ -160,13 +161,14 @@ def model_acked(s: State) -> Dict[int, int]:
 
 
 def compare(s: State, v: View, upper: State, elr: bool, followers: bool = True, low: Optional[State] = None,
-            exact: bool = False) -> List[str]:
+            exact: bool = False, epochs: bool = False) -> List[str]:
     """What differs between the model's checkpoint state ``s`` and the cluster, as short phrases
     (empty: they agree). ``upper`` is the model's next checkpoint: acknowledgements the cluster
     gave early must be among its, and those of ``low`` (default ``s``) given. ``elr``: compare ELR
     and last known ELR too. Without ``followers``, the ISR and the logs of replicas other than the
     leader are not compared. ``exact`` (the replication proxy places every fetch): no log may run
-    ahead of the model, and every running replica's HW is compared too."""
+    ahead of the model, and every running replica's HW is compared too. ``epochs``: the leader
+    epoch too (KRaft)."""
     n = len(s.replicas)
     out = []
     c = s.controller
@@ -175,6 +177,8 @@ def compare(s: State, v: View, upper: State, elr: bool, followers: bool = True, 
     else:
         if v.leader != c.leader:
             out.append(f"leader {_who(c.leader)} vs {_who(v.leader)}")
+        if epochs and v.epoch != c.epoch:
+            out.append(f"epoch e{c.epoch} vs e{v.epoch}")
         if followers and v.isr != frozenset(members(c.isr, n)):
             out.append(f"isr {_set(members(c.isr, n))} vs {_set(v.isr)}")
         if elr and v.elr is not None and v.elr != frozenset(members(c.elr, n)):

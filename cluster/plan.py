@@ -57,6 +57,7 @@ PROXIED = {
 UNSUPPORTED = {
     "flush": "needs the flushed point moved on command: not supported yet",
     "session_expire": "needs a ZooKeeper session expired on command: not supported yet",
+    "session_expire_leader": "needs a broker's heartbeats stopped on command: not supported yet",
     "leader_handle_stale_fetch": "needs a Fetch delivered after its sender's connection closed: not supported yet",
     "reject_request": "needs one Fetch held: run it with --proxy",
 }
@@ -204,6 +205,7 @@ def _plan_pauses(steps: List[Step], states: Sequence[State], checkpoints: List[i
 
 
 DEATHS = {"crash", "power_fail", "lose_disk", "controlled_shutdown"}
+NOTICED = {"controller_handle_failure", "controller_handle_failure_leader"}   # the controller handles a death
 
 
 def _plan_holds(steps: List[Step]) -> None:
@@ -216,12 +218,12 @@ def _plan_holds(steps: List[Step]) -> None:
             continue
         y = step.args[0]
         later = steps[k + 1:]
-        noticed_y = next((s.index for s in later if s.action == "controller_handle_failure" and s.args[0] == y), None)
+        noticed_y = next((s.index for s in later if s.action in NOTICED and s.args[0] == y), None)
         for prior in steps[:k]:
             if prior.action not in DEATHS or prior.args[0] == y:
                 continue
             x = prior.args[0]
-            if any(s.action in ("controller_handle_failure", "restart") and s.args[0] == x
+            if any((s.action in NOTICED or s.action == "restart") and s.args[0] == x
                    for s in steps[steps.index(prior) + 1:k]):
                 continue                       # x was noticed or back before y died
             if noticed_y is not None and any(s.action == "restart" and s.args[0] == x and s.index < noticed_y

@@ -415,10 +415,11 @@ def _checkpoint(cluster, client, states, index, upper_index, label, elr, wait, l
         # followers are compared there too
         exact = plan is not None and plan.proxied
         followers = exact or not last
-        diffs = compare(s, view, upper, bool(elr), followers=followers, exact=exact)    # closure[0] is s itself
+        epochs = cluster.kraft            # ZooKeeper's epochs are shown, not compared (docs/reproduce.md)
+        diffs = compare(s, view, upper, bool(elr), followers=followers, exact=exact, epochs=epochs)  # closure[0] is s
         ahead = () if not diffs else next(
             (path for t, path in closure[1:]
-             if not compare(t, view, t, bool(elr), followers=followers, low=s, exact=exact)), None)
+             if not compare(t, view, t, bool(elr), followers=followers, low=s, exact=exact, epochs=epochs)), None)
         if ahead is not None:
             diffs = []
         now = time.monotonic()

@@ -810,12 +810,14 @@ def restart_terms(enc, s, r):
 
 # ---------------------------------------------------------------- controller
 
-def _broker_gone(s: State, rules: Rules, r: int) -> Optional[State]:
+def _broker_gone(s: State, rules: Rules, r: int, successor: int = UNDEFINED) -> Optional[State]:
     """The controller handles a broker it no longer sees (its ZooKeeper session ended:
-    KafkaController.onBrokerFailure -> onReplicasBecomeOffline @2.2.0). If r led, the partition goes
-    offline (its election is ``elect_offline``, a step of its own here; the controller writes one
-    LeaderAndIsr for both, so this step does not bump the epoch); if r followed in the ISR, it leaves
-    the ISR with a new leader epoch (OfflineReplica). None when that epoch is beyond the bound."""
+    KafkaController.onBrokerFailure -> onReplicasBecomeOffline @2.2.0; KRaft fences it). If r led,
+    the partition goes offline: ZooKeeper's controller elects in a later write of the same event
+    (``elect_offline``, a step of its own here, which bumps the epoch once for both); KRaft elects
+    ``successor`` in the same record (``_elect_in_record``). If r followed in the ISR, it leaves the
+    ISR with a new leader epoch (OfflineReplica). None when that epoch is beyond the bound, or when
+    ``successor`` is not one this removal may elect."""
     s = _fence_fetchers(s, rules, r)
     c = s.controller
     live = c.live & ~(1 << r)
@@ -824,7 +826,12 @@ def _broker_gone(s: State, rules: Rules, r: int) -> Optional[State]:
     keeps_last = _size(c.isr) == 1 and not rules.mode.elr
     if c.leader == r:
         isr = c.isr if keeps_last else c.isr & ~(1 << r)
-        return _with_controller(s, _with_isr(c, rules, isr)._replace(leader=UNDEFINED, live=live))
+        s = _with_controller(s, _with_isr(c, rules, isr)._replace(leader=UNDEFINED, live=live))
+        if rules.mode.fence_elects:
+            return _elect_in_record(s, rules, successor)
+        return s if successor == UNDEFINED else None
+    if successor != UNDEFINED:
+        return None
     if not c.isr >> r & 1 or keeps_last:
         return _with_controller(s, c._replace(live=live))
     # OfflineReplica: ReplicaStateMachine.doRemoveReplicasFromIsr @2.0.0 (KafkaController
@@ -838,11 +845,42 @@ def _broker_gone(s: State, rules: Rules, r: int) -> Optional[State]:
     return _with_controller(s, c._replace(epoch=c.epoch + 1))
 
 
-def _broker_gone_terms(enc, s: SState, r: int):
-    """The z3 twin of ``_broker_gone``: (the epoch bound holds, next state). A leader leaves the
-    partition offline (and the ISR, unless the last member before ELR) at the same epoch; an ISR
-    member that is not the last (before ELR) leaves it, with a new epoch unless
-    ``isr_removal_bumps_epoch`` is off (KRaft 3.6+)."""
+def _elect_in_record(s: State, rules: Rules, successor: int) -> Optional[State]:
+    """KRaft: the record that takes the leader away also elects (``generateLeaderAndIsrUpdates``
+    builds one PartitionChangeBuilder: ``tryElection`` -> ``electAnyLeader`` @3.6.0, @4.1.1), and
+    that record bumps the leader epoch whether it names a leader or none
+    (``PartitionRegistration.merge``: any leader other than NO_LEADER_CHANGE is epoch + 1).
+    ``successor`` is the replica elected: any that ``elect_offline`` would take from the leaderless
+    state ``s`` (Kafka takes the first in the assignment; the model lets it be any, as
+    ``elect_offline`` does). UNDEFINED: nobody can be elected, and the partition is left without
+    leader at a new epoch; None if someone could be (that is the step with a successor)."""
+    if successor != UNDEFINED:
+        return elect_offline(s, rules, successor)
+    c = s.controller
+    if c.epoch == rules.cfg.max_epoch or any(elect_offline(s, rules, x) for x in range(rules.n)):
+        return None
+    return _with_controller(s, c._replace(epoch=c.epoch + 1))
+
+
+def _elect_in_record_terms(enc, leads, s: SState, successor: int):
+    """The z3 twin of ``_elect_in_record``, where ``leads`` says the removed broker led: (guard, next
+    state)."""
+    o = enc.o
+    if successor != UNDEFINED:
+        elected, t = elect_offline_terms(enc, s, successor)
+        return o.And(leads, elected), t
+    c = s.ctl
+    electable = o.Or(*[elect_offline_terms(enc, s, x)[0] for x in range(enc.n)])
+    guard = o.Not(o.And(leads, o.Or(c.epoch + 1 > enc.cfg.max_epoch, electable)))
+    return guard, enc.with_controller(s, c._replace(epoch=o.If(leads, c.epoch + 1, c.epoch)))
+
+
+def _broker_gone_terms(enc, s: SState, r: int, successor: int = UNDEFINED):
+    """The z3 twin of ``_broker_gone``: (the epoch bound holds and ``successor`` may be elected,
+    next state). A leader leaves the partition offline (and the ISR, unless the last member before
+    ELR) at the same epoch, or in KRaft elects ``successor`` in the same record; an ISR member that
+    is not the last (before ELR) leaves it, with a new epoch unless ``isr_removal_bumps_epoch`` is
+    off (KRaft 3.6+)."""
     s = _fence_fetchers_terms(enc, s, r)
     o, c, mode = enc.o, s.ctl, enc.mode
     leads = c.leader == r
@@ -856,7 +894,11 @@ def _broker_gone_terms(enc, s: SState, r: int):
     new = ite(o, o.Or(leads, removing), enc.with_isr(c, isr), c)
     new = new._replace(leader=o.If(leads, UNDEFINED, c.leader), epoch=o.If(bump, c.epoch + 1, c.epoch),
                        live=enc.bit(c.live, r, False))
-    return o.Not(o.And(bump, c.epoch + 1 > enc.cfg.max_epoch)), enc.with_controller(s, new)
+    ok, t = o.Not(o.And(bump, c.epoch + 1 > enc.cfg.max_epoch)), enc.with_controller(s, new)
+    if mode.fence_elects:
+        elected, t = _elect_in_record_terms(enc, leads, t, successor)
+        return o.And(ok, elected), t
+    return (ok if successor == UNDEFINED else False), t
 
 
 def controller_handle_failure(s: State, rules: Rules, r: int) -> Optional[State]:
@@ -875,6 +917,23 @@ def controller_handle_failure_terms(enc, s, r):
     return o.And(o.Not(s.reps[r].alive), s.ctl.live[r], ok), t
 
 
+def controller_handle_failure_leader(s: State, rules: Rules, l: int, r: int) -> Optional[State]:
+    """KRaft: the controller fences the dead leader l and, in the same record, elects r
+    (ReplicationControlManager.handleBrokerFenced @3.6.0: ``_elect_in_record``). Without a replica to
+    elect, ``controller_handle_failure(l)`` leaves the partition leaderless."""
+    if s.replicas[l].alive or not s.controller.live >> l & 1 or s.controller.leader != l:
+        return None
+    return _broker_gone(s, rules, l, r)
+
+
+def controller_handle_failure_leader_terms(enc, s, l, r):
+    """The z3 twin of ``controller_handle_failure_leader``: (guard, next state) over the encoding's
+    terms (checker/symbolic.py)."""
+    o = enc.o
+    ok, t = _broker_gone_terms(enc, s, l, r)
+    return o.And(o.Not(s.reps[l].alive), s.ctl.live[l], ok), t
+
+
 def session_expire(s: State, rules: Rules, r: int) -> Optional[State]:
     """A live broker's ZooKeeper session expires (a long GC pause, a network partition from
     ZooKeeper): the controller handles it as failed while it runs on, still believing what its last
@@ -891,6 +950,24 @@ def session_expire_terms(enc, s, r):
     o = enc.o
     ok, t = _broker_gone_terms(enc, s, r)
     return o.And(s.reps[r].alive, s.ctl.live[r], s.hist.crashes < enc.cfg.crashes, ok), enc.count_crash(t)
+
+
+def session_expire_leader(s: State, rules: Rules, l: int, r: int) -> Optional[State]:
+    """KRaft: the leader l, still running, misses its heartbeats (a long pause, a partition from the
+    controller quorum); the controller fences it and elects r in the same record (``_elect_in_record``).
+    Uses the crash budget."""
+    if not (s.replicas[l].alive and s.controller.live >> l & 1 and s.controller.leader == l
+            and s.history.crashes < rules.cfg.crashes):
+        return None
+    return _count_crash(_broker_gone(s, rules, l, r))
+
+
+def session_expire_leader_terms(enc, s, l, r):
+    """The z3 twin of ``session_expire_leader``: (guard, next state) over the encoding's terms
+    (checker/symbolic.py)."""
+    o = enc.o
+    ok, t = _broker_gone_terms(enc, s, l, r)
+    return o.And(s.reps[l].alive, s.ctl.live[l], s.hist.crashes < enc.cfg.crashes, ok), enc.count_crash(t)
 
 
 def register(s: State, rules: Rules, r: int) -> Optional[State]:
@@ -1018,33 +1095,33 @@ def elect_preferred_terms(enc, s, r):
     return guard, enc.with_controller(s, c._replace(leader=r, epoch=c.epoch + 1))
 
 
-def _shutdown_cleanly(s: State, rules: Rules, r: int) -> Optional[State]:
+def _shutdown_cleanly(s: State, rules: Rules, r: int, successor: int = UNDEFINED) -> Optional[State]:
     """A controlled shutdown ends as KafkaServer.shutdown does: ReplicaManager.shutdown(checkpointHW
     = true) and LogManager.shutdown (flushed, clean-shutdown marker), then the broker leaves
     ZooKeeper and the controller handles it as gone (a follower leaves the ISR with a new epoch:
     KafkaController.doControlledShutdown sends StopReplica, then OfflineReplica). The callers that
     are faults count it against the crash budget; a follower's exit (``follower_handle_fetch``) is
-    the protocol's own step."""
+    the protocol's own step. ``successor``: the leader KRaft elects in the same record (``_broker_gone``)."""
     rep = s.replicas[r]
     if s.history.power_failures < rules.cfg.power_failures:    # flushed points matter only while one is left
         rep = rep._replace(flushed=rep.leo)
     if rules.mode.elr:
         rep = rep._replace(clean_shutdown=1)
-    return _broker_gone(_stop(s, r, rep), rules, r)
+    return _broker_gone(_stop(s, r, rep), rules, r, successor)
 
 
 def _count_crash(s: Optional[State]) -> Optional[State]:
     return s and s._replace(history=s.history._replace(crashes=s.history.crashes + 1))
 
 
-def _shutdown_cleanly_terms(enc, s: SState, r: int):
+def _shutdown_cleanly_terms(enc, s: SState, r: int, successor: int = UNDEFINED):
     """The z3 twin of ``_shutdown_cleanly``: (the epoch bound holds, next state)."""
     o, rep, cfg = enc.o, s.reps[r], enc.cfg
     if cfg.power_failures:       # flushed points matter only while a power failure is left
         rep = ite(o, s.hist.power_failures < cfg.power_failures, rep._replace(flushed=rep.leo), rep)
     if enc.mode.elr:            # actions._shutdown_cleanly: the clean-shutdown marker (KAFKA-15586)
         rep = rep._replace(clean_shutdown=True)
-    return _broker_gone_terms(enc, enc.stop(s, r, rep), r)
+    return _broker_gone_terms(enc, enc.stop(s, r, rep), r, successor)
 
 
 def controlled_shutdown(s: State, rules: Rules, r: int) -> Optional[State]:
@@ -1075,8 +1152,17 @@ def controlled_shutdown_leader(s: State, rules: Rules, l: int, r: int) -> Option
     makes r leader with the ISR minus l at a new epoch (controlledShutdownPartitionLeaderElection
     @2.2.0; ControlledShutdownLeaderSelector @0.10.2.1: the first such member in the assignment, here
     any). The LeaderAndIsr reaches l too (0.10.2.1, and again from 2.1 by KAFKA-7482): l applies it
-    as follower (before 0.11 that truncates its log to its HW), then stops."""
+    as follower (before 0.11 that truncates its log to its HW), then stops.
+
+    KRaft (``fence_elects``): the record that takes l, in controlled shutdown, out of the ISR elects r,
+    any replica ``elect_offline`` takes once l is out (an ISR member, an ELR member, or unclean)
+    (ReplicationControlManager.handleBrokerInControlledShutdown @3.6.0); the model stops l at once, as
+    what l would apply as follower is memory the stop loses."""
     c, rep = s.controller, s.replicas[l]
+    if rules.mode.fence_elects:
+        if not (c.leader == l and rep.alive and c.live >> l & 1 and s.history.crashes < rules.cfg.crashes):
+            return None
+        return _count_crash(_shutdown_cleanly(s, rules, l, r))
     if not (c.leader == l and rep.alive and c.live >> l & 1 and c.live >> r & 1 and c.isr >> r & 1
             and s.history.crashes < rules.cfg.crashes and c.epoch < rules.cfg.max_epoch):
         return None
@@ -1089,6 +1175,9 @@ def controlled_shutdown_leader_terms(enc, s, l, r):
     """The z3 twin of ``controlled_shutdown_leader``: (guard, next state) over the encoding's terms
     (checker/symbolic.py)."""
     o, c, rep, cfg = enc.o, s.ctl, s.reps[l], enc.cfg
+    if enc.mode.fence_elects:        # actions.controlled_shutdown_leader, KRaft: elected in the same record
+        ok, t = _shutdown_cleanly_terms(enc, s, l, r)
+        return o.And(c.leader == l, rep.alive, c.live[l], s.hist.crashes < cfg.crashes, ok), enc.count_crash(t)
     guard = o.And(c.leader == l, rep.alive, c.live[l], c.live[r], c.isr[r], s.hist.crashes < cfg.crashes,
                   c.epoch < cfg.max_epoch)
     t = enc.with_controller(s, enc.with_isr(c, enc.bit(c.isr, l, False))._replace(leader=r, epoch=c.epoch + 1))
@@ -1289,7 +1378,9 @@ ACTIONS = (
     ("controlled_shutdown", controlled_shutdown, 1),
     ("controlled_shutdown_leader", controlled_shutdown_leader, 2),
     ("controller_handle_failure", controller_handle_failure, 1),
+    ("controller_handle_failure_leader", controller_handle_failure_leader, 2),
     ("session_expire", session_expire, 1),
+    ("session_expire_leader", session_expire_leader, 2),
     ("register", register, 1),
     ("elect_offline", elect_offline, 1),
     ("elect_preferred", elect_preferred, 1),
@@ -1318,7 +1409,9 @@ TERMS = {
     "controlled_shutdown": controlled_shutdown_terms,
     "controlled_shutdown_leader": controlled_shutdown_leader_terms,
     "controller_handle_failure": controller_handle_failure_terms,
+    "controller_handle_failure_leader": controller_handle_failure_leader_terms,
     "session_expire": session_expire_terms,
+    "session_expire_leader": session_expire_leader_terms,
     "register": register_terms,
     "elect_offline": elect_offline_terms,
     "elect_preferred": elect_preferred_terms,
@@ -1331,12 +1424,13 @@ TERMS = {
 # protocol's own steps (fetches, elections after a failure, ISR changes, restarts) answer these;
 # a simulation's swarm (checker/simulate.py) varies how often they happen.
 EVENTS = frozenset({"crash", "power_fail", "lose_disk", "controlled_shutdown",
-                    "controlled_shutdown_leader", "session_expire", "elect_preferred"})
+                    "controlled_shutdown_leader", "session_expire", "session_expire_leader", "elect_preferred"})
 
 EPOCH_ONLY = {"send_epoch_request", "leader_handle_epoch_request", "follower_handle_epoch_response"}
 POWER_ONLY = {"power_fail", "flush"}
 OLD_RESPONSE_ONLY = {"follower_handle_old_response"}     # the modes with accept_old_epoch_response
 DISK_ONLY = {"lose_disk"}
+FENCE_ELECTS_ONLY = {"controller_handle_failure_leader", "session_expire_leader"}   # KRaft: mode.fence_elects
 
 
 def initial_state(rules: Rules) -> State:

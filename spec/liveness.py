@@ -18,8 +18,9 @@ from .state import UNDEFINED, State, leader_in_office
 
 # the fetch, handle, epoch-exchange and become-leader/follower steps (of live replicas: the
 # actions of a dead replica are disabled anyway); the faults and their aftermath (crash,
-# power_fail, restart, controlled_shutdown, controlled_shutdown_leader, session_expire, register),
-# the controller's steps (controller_handle_failure, elect_offline, elect_preferred), produce,
+# power_fail, restart, controlled_shutdown, controlled_shutdown_leader, session_expire,
+# session_expire_leader, register), the controller's steps (controller_handle_failure,
+# controller_handle_failure_leader, elect_offline, elect_preferred), produce,
 # flush, shrink_isr and leader_handle_stale_fetch are not fair (ISR expansion is part of
 # leader_handle_fetch, as in Kafka's fetch handler)
 FAIR_ACTIONS = ("send_fetch", "leader_handle_fetch", "follower_handle_fetch", "follower_handle_old_response",

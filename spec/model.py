@@ -14,7 +14,8 @@ import re
 from dataclasses import replace
 from typing import Callable, Iterator, List, Optional, Tuple
 
-from .actions import ACTIONS, DISK_ONLY, EPOCH_ONLY, EVENTS, OLD_RESPONSE_ONLY, POWER_ONLY, Rules, dated, initial_state
+from .actions import (ACTIONS, DISK_ONLY, EPOCH_ONLY, EVENTS, FENCE_ELECTS_ONLY, OLD_RESPONSE_ONLY, POWER_ONLY, Rules,
+                      dated, initial_state)
 from .config import Config, ConfigError
 from . import render, renaming
 from .invariants import broken_cells, invariants_for, why_broken
@@ -68,6 +69,8 @@ class Model:
             if name in DISK_ONLY and not cfg.disk_losses:
                 continue
             if name in OLD_RESPONSE_ONLY and not (mode.accept_old_epoch_response and mode.truncate_on_fetch):
+                continue
+            if name in FENCE_ELECTS_ONLY and not mode.fence_elects:
                 continue
             args = [(r,) for r in range(n)] if arity == 1 else [(a, b) for a in range(n) for b in range(n) if a != b]
             actions.append((name, fn, args))

@@ -131,6 +131,10 @@ class Mode:
     # the controller's removal of a failed broker from the ISR bumps the leader epoch (ZooKeeper's
     # OfflineReplica; KRaft before metadata.version 3.6-IV0)
     isr_removal_bumps_epoch: bool = True
+    # the record that takes a leader away elects its successor, and a leader change bumps the leader
+    # epoch even to no leader (KRaft: PartitionChangeBuilder.tryElection, PartitionRegistration.merge);
+    # ZooKeeper's controller elects in a later write of the same event (a step of its own here)
+    fence_elects: bool = False
     # Eligible Leader Replicas (KIP-966, 4.x): the ISR may empty, ELR members may lead, the last
     # known leader is elected when nothing else is left; clean-shutdown detection (KAFKA-15586)
     elr: bool = False
@@ -275,7 +279,7 @@ KIP903 = KAFKA13141.variant(
     "kip903", "3.6 (KRaft)", summary="KRaft: broker epochs in Fetch and AlterPartition; truncation "
     "before the HW",
     hw_before_truncation=False, isr_only_live=True, broker_epochs=True, isr_removal_bumps_epoch=False,
-    fence_stops_fetchers=True,
+    fence_stops_fetchers=True, fence_elects=True,
     changes=(
         Change("a diverging response only truncates; the next fetch brings the HW (also in 3.4.1)",
                "KAFKA-14704", "AbstractFetcherThread.processFetchRequest @3.5.0"),
@@ -293,6 +297,12 @@ KIP903 = KAFKA13141.variant(
                "partition on that thread (ReplicaManager.makeFollowers @2.8.0)", "KIP-631",
                "ReplicationControlManager.generateLeaderAndIsrUpdates, ReplicaManager.applyDelta, "
                "applyLocalFollowersDelta @3.9.0"),
+        Change("the record that fences a leader (or takes a leader in controlled shutdown out of the "
+               "ISR) elects its successor, any replica electAnyLeader accepts; with none it names no "
+               "leader, and either change bumps the leader epoch (every leader change does, also to "
+               "no leader)", "KIP-631",
+               "ReplicationControlManager.handleBrokerFenced, PartitionChangeBuilder.tryElection, "
+               "PartitionRegistration.merge @3.6.0"),
     ))
 
 KAFKA15583 = KIP903.variant(

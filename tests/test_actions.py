@@ -232,9 +232,11 @@ def test_epoch_mode_keeps_the_log_on_restart_and_asks_the_leader():
 def test_a_restart_drops_the_epoch_a_leader_cached_without_writing(mode):
     """Loading the log trims the cache at the LEO (Log's constructor, clearAndFlushLatest @2.0.0,
     truncateFromEnd @2.7.0): r0 took office at epoch 0 and wrote nothing; a crash keeps its cache,
-    the restart drops the entry. An entry with records stays."""
+    the restart drops the entry. An entry with records stays. (KRaft elects r1 in the record that
+    fences r0.)"""
     model = Model(Config(mode=mode))
-    down = [("crash", 0), ("controller_handle_failure", 0)]
+    down = [("crash", 0), ("controller_handle_failure_leader", 0, 1) if model.rules.mode.fence_elects
+            else ("controller_handle_failure", 0)]
     s = run_labels(model, down)[-1]
     assert s.replicas[0].epoch_cache == ((0, 0),) and s.replicas[0].log == ()
     assert model.step(s, ("restart", 0)).replicas[0].epoch_cache == ()
@@ -313,9 +315,10 @@ def test_kafka_18991_an_old_epochs_diverging_answer_removes_committed_records_un
     """The curated trace, the shortest (bfs, 2 replicas, --crashes 3 --max-epoch 5, 30 steps, 2.8.1-3.4.0):
     r1 takes r0's diverging answer of epoch 2 at epoch 4 and truncates the record the HW exposed at
     epoch 3; r0 shuts down; r1, still in the ISR, is elected without it. 2.8.0 (kafka10554) takes
-    every step too. 3.9.1, 4.0.1 and 4.1+ refuse step 22 already, where r0 takes its own waiting answer
-    (a harmless one); 3.9.0 and 4.0.0 lose the answer with r1's fetcher thread when r0 is fenced
-    (next test), which the gate checks every way on from step 15 (pyproject.toml)."""
+    every step too. The KRaft modes refuse step 17, r0's session expiring with r1 elected a step
+    later: KRaft elects r1 in the record that fences r0 (``session_expire_leader(r0,r1)``); on that
+    schedule 3.9.0 and 4.0.0 lose the answer with r1's fetcher thread when r0 is fenced (next test),
+    which the gate checks every way on from step 15 (pyproject.toml)."""
     doc = load_itf((CX / "kafka13141-kafka-18991-old-epoch-response.itf.json").read_text())
     done = replay(doc)
     states = done.trace.states
@@ -325,9 +328,9 @@ def test_kafka_18991_an_old_epochs_diverging_answer_removes_committed_records_un
     assert states[27].controller.isr >> 1 & 1 and states[26].history.exposed == (0,)
     d = differential(doc, "kafka10554")
     assert d.refused_at is None and (30, "ConsumerConsistency") in d.violated
-    for mode in ("kafka18991", "kafka18991-4.0", "kafka19522"):
+    for mode in ("kafka15583", "kip966", "kafka18991", "kafka18991-4.0", "kafka19522"):
         d = differential(doc, mode)
-        assert d.refused_at == 22 and "follower_handle_old_response(r0)" in d.refused_why and not d.violated
+        assert d.refused_at == 17 and d.refused_why.startswith("session_expire(r0)") and not d.violated
     # --symmetry orders two followers alike but for their stale slots, a Fetch and a waiting answer
     waiting = states[20].stale[1]
     assert waiting.kind == FETCH_RESPONSE
@@ -343,16 +346,20 @@ def test_kraft_fence_shuts_the_fetcher_thread_down_with_the_waiting_answer():
     expires. ZooKeeper (2.8.1-3.4.0) keeps r1's fetcher thread towards r0 (another partition, leaderless,
     stays on it: ReplicaManager.makeFollowers @2.8.0), so the answer waits there. In KRaft (3.9.0) r0,
     fenced, leads nothing: r1 is marked when the fence comes, and on taking office its thread towards
-    r0 is gone with the answer (ReplicaManager.applyDelta @3.9.0)."""
+    r0 is gone with the answer (ReplicaManager.applyDelta @3.9.0). KRaft elects r1 in the record that
+    fences r0, at the epoch ZooKeeper's later election gives."""
     doc = load_itf((CX / "kafka13141-kafka-18991-old-epoch-response.itf.json").read_text())
     labels = [Model(Config(mode="kafka13141")).parse_label(st["#meta"]["action"]) for st in doc["states"][1:16]]
-    labels += [("session_expire", 0), ("register", 0), ("elect_offline", 1), ("become_leader", 1)]
-    zk, kraft = (run_labels(Model(Config(mode=m, crashes=3, max_epoch=5)), labels) for m in ("kafka13141", "kafka15583"))
+    zk = run_labels(Model(Config(mode="kafka13141", crashes=3, max_epoch=5)),
+                    labels + [("session_expire", 0), ("register", 0), ("elect_offline", 1), ("become_leader", 1)])
+    kraft = run_labels(Model(Config(mode="kafka15583", crashes=3, max_epoch=5)),
+                       labels + [("session_expire_leader", 0, 1), ("register", 0), ("become_leader", 1)])
     assert zk[15].inflight[1].kind == FETCH_RESPONSE and zk[15].inflight[1].diverging_epoch == 1
     assert kraft[15].inflight[1] == zk[15].inflight[1]
     assert not zk[16].replicas[1].leader_fenced and kraft[16].replicas[1].leader_fenced
+    assert kraft[16].controller.leader == 1 and kraft[16].controller.epoch == zk[18].controller.epoch
     assert zk[19].stale[1].kind == FETCH_RESPONSE and zk[19].stale[1].diverging_epoch == 1
-    assert kraft[19].stale[1] == () and kraft[19].inflight[1] == () and not kraft[19].replicas[1].leader_fenced
+    assert kraft[18].stale[1] == () and kraft[18].inflight[1] == () and not kraft[18].replicas[1].leader_fenced
 
 
 def test_epoch_mode_new_leader_adds_cache_entry_on_taking_office(epoch_model):
@@ -364,8 +371,9 @@ def test_epoch_mode_restarts_only_after_the_controller_handled_the_failure(epoch
     """KIP-380: a bounce is never missed; before it (hw mode here) a fast restart can win."""
     s = run_labels(epoch_model, [("crash", 0)])[-1]
     assert epoch_model.step(s, ("restart", 0)) is None
-    s = epoch_model.step(s, ("controller_handle_failure", 0))
-    assert s.controller.leader == -1 and epoch_model.step(s, ("restart", 0)) is not None
+    assert epoch_model.step(s, ("controller_handle_failure", 0)) is None     # KRaft elects r1 in the fence's record
+    s = epoch_model.step(s, ("controller_handle_failure_leader", 0, 1))
+    assert s.controller.leader == 1 and epoch_model.step(s, ("restart", 0)) is not None
     assert hw_model.step(run_labels(hw_model, [("crash", 0)])[-1], ("restart", 0)) is not None
 
 

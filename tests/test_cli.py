@@ -30,12 +30,12 @@ def test_verify_hw_finds_data_loss_and_writes_a_replayable_trace(tmp_path):
 
 def test_verify_a_holding_epoch_run_says_so():
     """How verify renders a run that holds over its whole space. One crash instead of the default
-    two (9,915 states, not 264,673: 1 s, not 10 s): the epoch defaults themselves are verified by
+    two (9,691 states, not 183,385: 1 s, not 10 s): the epoch defaults themselves are verified by
     test_bfs.py::test_epoch_defaults_hold_over_the_whole_space."""
     proc = run_cli("verify", "--mode=epoch", "--crashes=1")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "verdict: holds" in proc.stdout and "every reachable state" in proc.stdout
-    assert "crashes=1" in proc.stdout and "figures: 9,915 distinct states" in proc.stdout
+    assert "crashes=1" in proc.stdout and "figures: 9,691 distinct states" in proc.stdout
 
 
 def test_verify_never_overwrites_an_existing_file(tmp_path):
@@ -238,12 +238,13 @@ def test_differential_replay_shows_kafka_6361_still_diverging_under_2_0():
 
 
 def test_differential_replay_across_state_shapes_leads_with_behaviour():
-    """kafka15583 (3.9) has no ELR fields and kafka19522 (4.1) has: the first difference named is
-    the ISR emptying at step 10, not the ELR field's absence at step 1 (in-process)."""
+    """kafka15583 (3.9) has no ELR fields and kafka19522 (4.1) has: the ELR field's absence is no
+    difference, so the shared state never parts before step 10, which 4.1 refuses: the record that
+    fences r0 elects r1 from the ELR (in-process)."""
     from hwcheck.checker.trace import differential, load_itf
     diff = differential(load_itf((CX / "kafka15583-power-failure-min-isr-2-loss.itf.json").read_text()), "kafka19522")
-    assert diff.parted_at == 10 and diff.parted_how.startswith("controller_handle_failure(r0): controller.isr")
-    assert diff.refused_at == 12
+    assert diff.parted_at is None and diff.refused_at == 10
+    assert diff.refused_why == "controller_handle_failure(r0): not enabled in mode kafka19522"
 
 
 def test_differential_replay_under_the_same_mode_never_parts():

@@ -193,27 +193,29 @@ def test_a_foreign_host_and_a_non_json_post_are_refused():
 
 
 def test_a_trace_under_another_release_shows_the_step_it_refuses():
-    """KIP-966's case found in kafka15583, its steps run under kip966 (4.0): elect_offline(r0) at step
-    12 is refused, and NoCommittedDataLoss holds on every step kip966 takes."""
+    """KIP-966's case found in kafka15583, its steps run under kip966 (4.0): controller_handle_failure(r0)
+    at step 10 is refused (the record that fences r0 elects r1 from the ELR), and NoCommittedDataLoss
+    holds on every step kip966 takes."""
     doc = json.loads(KIP966_CASE.read_text())
     with served(Model(Config())) as c:
         v = c.post("/api/open", {"trace": KIP966_CASE.read_text(), "name": KIP966_CASE.name})
         assert v["mode"] == "kafka15583" and v["last"] == len(doc["states"]) - 1 and v["source"] == KIP966_CASE.name
         assert c.post("/api/goto", {"step": v["last"]})["invariants"][0] == {
             **v["invariants"][0], "holds": False, "first_broken_at": v["last"],
-            "why": "record 0, acknowledged at offset 0, is not there on r0, the leader in office at epoch 1: "
+            "why": "record 0, acknowledged at offset 0, is not there on r0, the leader in office at epoch 2: "
                    "its log ends at offset 0"}
         v = c.post("/api/mode", {"mode": "kip966"})
-        assert v["mode"] == "kip966" and v["last"] == 11
-        assert v["refusal"]["at"] == 12 and v["refusal"]["mode"] == "kafka15583"
-        assert v["refusal"]["why"] == "elect_offline(r0): not enabled in mode kip966"
-        assert v["refusal"]["labels"] == _labels(KIP966_CASE)[11:]
-        assert v["parted"]["at"] == differential(doc, "kip966").parted_at      # as replay --mode says
+        assert v["mode"] == "kip966" and v["last"] == 9
+        assert v["refusal"]["at"] == 10 and v["refusal"]["mode"] == "kafka15583"
+        assert v["refusal"]["why"] == "controller_handle_failure(r0): not enabled in mode kip966"
+        assert v["refusal"]["labels"] == _labels(KIP966_CASE)[9:]
+        # as replay --mode says: the shared state never parts before the refused step
+        assert v["parted"] is None and differential(doc, "kip966").parted_at is None
         assert all(not row["broken"] for row in v["path"])
         status, err = c.request("POST", "/api/forward")
-        assert status == 400 and "step 12 is refused in mode kip966" in err["error"]
+        assert status == 400 and "step 10 is refused in mode kip966" in err["error"]
         v = c.post("/api/mode", {"mode": "kafka19522"})          # the path as walked, under 4.1
-        assert v["refusal"]["mode"] == "kafka15583" and v["refusal"]["at"] == 12
+        assert v["refusal"]["mode"] == "kafka15583" and v["refusal"]["at"] == 10
         v = c.post("/api/mode", {"mode": "kafka15583"})          # and back: every step again
         assert v["refusal"] is None and v["last"] == len(doc["states"]) - 1
         assert [row["action"] for row in v["path"]][1:] == _labels(KIP966_CASE)
@@ -301,7 +303,7 @@ def test_a_trace_under_another_mode_served_then_ctrl_c_exits_130():
         url = served_at.split()[1]
         with urllib.request.urlopen(url + "api/view", timeout=10) as r:
             view = json.loads(r.read())
-        assert view["mode"] == "kip966" and view["source"] == KIP966_CASE.name and view["refusal"]["at"] == 12
+        assert view["mode"] == "kip966" and view["source"] == KIP966_CASE.name and view["refusal"]["at"] == 10
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=20)
     finally:
@@ -377,7 +379,8 @@ def test_a_mode_file_variant_walks_downloads_and_replays(tmp_path):
 
 def test_a_loaded_trace_switched_to_kip966_marks_the_refused_step(browser_page):
     """The curated kafka15583 trace opened through the page's file input, then run under kip966:
-    the step 4.0 refuses (12, elect_offline(r0)) is marked in the path and named in the banner."""
+    the step 4.0 refuses (10, controller_handle_failure(r0): 4.0 elects r1 from the ELR as it fences
+    r0) is marked in the path and named in the banner."""
     page = browser_page
     with served(Model(Config())) as c:
         page.goto(c.server.url)
@@ -387,8 +390,9 @@ def test_a_loaded_trace_switched_to_kip966_marks_the_refused_step(browser_page):
         page.select_option("#mode", "kip966")
         page.click("#switch")
         page.wait_for_selector("#refusal:not([hidden])")
-        assert "refuses step 12" in page.inner_text("#refusal") and "elect_offline(r0)" in page.inner_text("#refusal")
-        refused = page.locator('#path tr.refused[data-step="12"]')
+        assert ("refuses step 10" in page.inner_text("#refusal")
+                and "controller_handle_failure(r0)" in page.inner_text("#refusal"))
+        refused = page.locator('#path tr.refused[data-step="10"]')
         assert refused.count() == 1 and "refused in mode kip966" in refused.inner_text()
         assert page.errors == []
 

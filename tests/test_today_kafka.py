@@ -36,7 +36,8 @@ def _run(mode, labels, **knobs):
 @pytest.mark.parametrize("name, fixed, refused_at", [
     ("kafka10554-kafka-13141-loss", "kafka13141", ("controlled_shutdown_leader", 1, 0)),  # KAFKA-13141
     ("kip966-kafka-19522-fenced-leader", "kafka19522", ("elect_offline", 0)),   # KAFKA-19522
-    ("kafka15583-power-failure-min-isr-2-loss", "kip966", ("elect_offline", 0)),  # KIP-966's own case
+    ("kafka15583-power-failure-min-isr-2-loss", "kip966", ("controller_handle_failure", 0)),  # KIP-966's own
+    # case: the record that fences r0 elects r1 from the ELR
     ("kafka13141-disk-loss", "kafka19522", ("elect_offline", 0)),               # clean-shutdown detection
 ])
 def test_a_fix_refuses_the_step_its_bug_needs(name, fixed, refused_at):

@@ -315,6 +315,9 @@ def bfs(model, *, max_depth: Optional[int] = None, all_invariants: bool = False,
             kept = [init_states[i] for i in new_pos.tolist()]
             search.frontier = [(pickle.dumps(kept, protocol=pickle.HIGHEST_PROTOCOL),
                                 np.arange(len(kept), dtype=np.uint32), np.arange(len(kept), dtype=np.uint32))]
+            if progress is not None and not stop:
+                progress({"depth": 0, "distinct": distinct, "queue": distinct, "generated": generated,
+                          "elapsed": time.monotonic() - start, "level_done": True})
 
         while search.frontier and not stop:
             if max_depth is not None and depth >= max_depth:
@@ -378,6 +381,10 @@ def bfs(model, *, max_depth: Optional[int] = None, all_invariants: bool = False,
                     _ACTIVE = None
             depth += 1 if (next_frontier or stop) else 0
             search.frontier = next_frontier
+            if progress is not None and not stop:
+                # the end of a level, always reported (checker/estimate.py fits the level sizes)
+                progress({"depth": depth, "distinct": distinct, "queue": queued, "generated": generated,
+                          "elapsed": time.monotonic() - start, "level_done": True})
             if checkpoint is not None and search.frontier and not stop:
                 _save_checkpoint(checkpoint, key, search, {"generated": generated, "distinct": distinct,
                                                            "depth": depth, "found": found})

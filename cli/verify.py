@@ -11,6 +11,7 @@ from pathlib import Path
 import click
 
 from hwcheck.checker import variants
+from hwcheck.checker.estimate import Estimator
 from hwcheck.checker.check import ENGINES, LIVENESS, CheckError, CheckObserver, CheckRequest, CheckResult, check
 from hwcheck.checker.graph import DEFAULT_MAX_NODES, counts
 from hwcheck.checker.liveness import lasso_to_itf
@@ -23,7 +24,7 @@ from .models import DESIGN_ONLY, TLA_ONLY, build_config, given, model_options, s
 from .options import (EXIT_HOLDS, EXIT_INTERRUPTED, EXIT_VIOLATION, check_writable, fail, free_default_path,
                       interrupted, knob_options, refuse_quiet_with_verbose, replay_command, wide_option, write_after_run,
                       write_trace)
-from .progress import Progress, level as progress_level
+from .progress import Progress, level as progress_level, rough_count, rough_time
 from .render import figures_line
 
 DEFAULT_MASTER = "local[*]"
@@ -104,7 +105,7 @@ def verify(engine, depth, master, partitions, max_depth, all_invariants, only, o
     elif request.engine == "z3":
         render_z3(checked, out, quiet, say.solved)
     else:
-        render_search(checked, out, quiet)
+        render_search(checked, out, quiet, say.estimator.guess)
 
 
 def refuse_what_liveness_does_not_take() -> None:
@@ -125,6 +126,9 @@ class Say(CheckObserver):
         self.out, self.force, self.quiet, self.verbose = out, force, quiet, verbose
         self.bar = None
         self.solved = []            # z3: the depths solved, for an interrupted run's line
+        self.estimator = Estimator()    # bfs: the size and time to go, from the levels done
+        self.hinted = False
+        self.symmetry = False
 
     def started(self, checked: CheckResult) -> None:
         if self.out is not None:
@@ -142,11 +146,28 @@ class Say(CheckObserver):
                        f"{', '.join(checked.invariants)}")
             return
         click.echo(f"engine {r.engine}; invariants {', '.join(checked.invariants)}")
+        self.symmetry = r.symmetry
         self.bar = Progress(progress_level(self.quiet, self.verbose), engine=r.engine)
 
     def progress(self, report: dict) -> None:
+        est = self.estimator(report)
+        if est is not None and report.get("elapsed") is not None:
+            report = {**report, "estimate": (est.states, est.left_at(float(report["elapsed"])))}
+            if not self.hinted and not self.quiet and est.long(float(report["elapsed"])):
+                self.hinted = True
+                self.hint(est, float(report["elapsed"]))
         if self.bar is not None:
             self.bar(report)
+
+    def hint(self, est, elapsed: float) -> None:
+        """One line on stderr, once, when the search looks long: what else to try."""
+        if self.bar is not None:
+            self.bar.done()           # clear the live line first
+        tries = (["--symmetry"] if not self.symmetry else []) + [
+            "hwcheck simulate (random walks where bfs cannot finish)",
+            "smaller bounds (fewer --records, --max-epoch, --crashes)"]
+        click.echo(f"hint: this search looks long: ~{rough_count(est.states)} states, ~{rough_time(est.left_at(elapsed))} "
+                   f"to go (an estimate from the levels done); to go faster try {', '.join(tries)}", err=True)
 
     def spark_started(self, sc, partitions: int) -> None:
         n = partitions
@@ -166,14 +187,17 @@ class Say(CheckObserver):
             self.bar.done()
 
 
-def render_search(checked: CheckResult, out, quiet: bool):
-    """bfs and spark: the verdict, the traces written, the figures; the exit code."""
+def render_search(checked: CheckResult, out, quiet: bool, guess=None):
+    """bfs and spark: the verdict, the traces written, the figures; the exit code. ``guess``: the
+    last estimate of the search's size made while it ran (checker/estimate.py), noted for --json."""
     model, result, r = checked.model, checked.result, checked.request
     # --all-invariants cut by Ctrl-C after some violations: their traces are kept, the run is interrupted
     cut = result.verdict == VIOLATED and result.reason == "interrupted"
     jsonout.note(settings=jsonout.settings(model), engine=r.engine, invariants=checked.invariants,
                  max_depth=r.max_depth, verdict=INTERRUPTED if cut else result.verdict, complete=result.complete,
                  figures=jsonout.figures(result), violations=[])
+    if guess is not None:
+        jsonout.note(estimate=guess.as_dict())
     if result.verdict == INTERRUPTED:
         saved = f"; resume with --resume {r.checkpoint}" if r.checkpoint is not None else ""
         if result.reason.startswith("memory limit"):

@@ -1,7 +1,7 @@
 """How early, and how well, checker/estimate.py tells the size and the time of a bfs: per row, the
 final count and time, the first estimate (at which level, after what share of the states and of
-the time, how far off), the estimated total time then against the real one, and the worst
-estimate of the whole run.
+the time, how far off), the estimated total time then against the real one, and the estimate
+furthest from the final count over the whole run (as a ratio to it: 0.5x and 2x are equally far).
 
 Run: python benchmarks/estimate.py [ROW ...]
   ROW: a gate row of pyproject.toml (a bfs one), or settings such as mode=hw,records=1, whose whole
@@ -75,7 +75,7 @@ def main(argv):
             print(f"{row:44} {final:>9,} {seconds:6.1f}s  no estimate before the end (depth {depth})")
             continue
         d, seen, at, e = made[0]
-        worst = max(max(m[3].states / final, final / m[3].states) for m in made)
+        worst = max((m[3].states / final for m in made), key=lambda r: max(r, 1 / r))   # the furthest off
         total = at + e.seconds_left
         print(f"{row:44} {final:>9,} {seconds:6.1f}s  level {d:>2}/{depth:<3} {seen / final:4.0%} st {at / seconds:4.0%} t"
               f"{'':14} {e.states:>9,} {e.states / final:5.2f}x {total:8.1f}s {total / seconds:5.2f}x {worst:5.2f}x")

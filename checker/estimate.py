@@ -3,17 +3,17 @@
 Generic: it sees only the numbers a level-by-level search reports at the end of each level (the
 distinct states found so far, how many of them the level added, the successors generated, the
 seconds elapsed), never the model. Two fits of the level sizes bracket the final count, and the
-estimate is their geometric mean:
+estimate is their weighted geometric mean:
 
 - *Gompertz* (it overshoots): the log-growth of the cumulative count, ``d_k = ln(V_k / V_{k-1})``,
   shrinks by a nearly constant factor ``q`` per level once the first few levels' burst is over
   (0.90-0.93 on the gate's rows), so the rest of the search adds ``d_k q / (1 - q)`` to ``ln V``.
-  Its curve has a long right tail, and the searches here end faster: it overestimates (up to
-  about 2x, around the widest level).
+  Its curve has a long right tail, and the searches here end faster: it overestimates (by up to
+  2-5x around the widest level).
 - *Gaussian* (it undershoots before the widest level): the log of the growth ratio of the level
   sizes, ``ln(n_k / n_{k-1})``, falls about linearly with ``k`` (a bell curve), so the level sizes
-  are continued along that line until they vanish. Before the widest level it tends to put the
-  peak too early.
+  are continued along that line until they vanish; before the widest level it tends to put the
+  peak too early. It has weight ``1 - OVER_WEIGHT`` = 0.7.
 
 Both are fitted on the last :data:`WINDOW` levels. An estimate is given only when the search has
 done at least :data:`MIN_LEVELS` levels, its newest level grew by less than :data:`MAX_GROWTH`
@@ -23,16 +23,15 @@ most :data:`MAX_EXTRAPOLATION` times the states found so far; otherwise there is
 yet". The last two rules keep wild numbers out: the fits are wild where the level sizes change
 course (a second wave of states, a plateau of the growth ratio), and there they disagree from one
 level to the next, or, while the growth ratio stays high for several levels, they agree on a far
-extrapolation (8x too many states for 3 replicas of kafka19522 before the last rule). On the 15 finished profiles it was designed on (the
-gate's bfs rows that hold, ``--mode hw`` without invariants, 3 replicas) no estimate it gave was
-off by more than 2x, and the first came after 6-35% of the states on most rows, but only after the
-widest level on rows whose growth speeds up again midway (75% of the states on the
-KAFKA-18991 trace rows); docs/performance.md has the table, ``benchmarks/estimate.py`` measures it.
+extrapolation (8x too many states for 3 replicas of kafka19522 without the last rule).
 
-The duplicate rate (the share of generated successors already seen) was measured too and left
-out: on these searches it falls only from about 0.35 to 0.25 between 1% and 90% of the space
-(most duplicates are interleavings of independent steps met within a level), too flat a signal
-to read the saturation from.
+Measured (docs/performance.md, "How big, how long"; ``benchmarks/estimate.py``): on 31 searches
+that finish, 22 it was designed on and 9 others, no estimate was more than 2x off (0.56x-1.89x),
+and the first came after a median of about 20% of the states, but only after the widest level
+(59-84% of the states) on the searches whose level sizes grow again midway. The duplicate rate
+(the share of generated successors already seen) was measured too and left out: it falls only
+from about 0.35 to 0.25 between 1% and 90% of the space (most duplicates are interleavings of
+independent steps met within a level), too flat to read the saturation from.
 
 The time left is the states still to expand times the seconds per expanded state of the last
 level (a level's time is spent expanding the previous level's states).
@@ -43,7 +42,7 @@ level (a level's time is spent expanding the previous level's states).
 True
 >>> e = estimate(levels)
 >>> e.states, e.depth, f"{e.seen:.0%}"
-(158670, 13, '14%')
+(132950, 13, '16%')
 >>> estimate_states(sizes + [0]) == sum(sizes)      # a search that ended knows its size
 True
 """
@@ -60,10 +59,13 @@ WINDOW = 5            # levels each fit looks at
 MIN_LEVELS = 8        # no estimate before this many levels (the first ones are a burst of growth)
 MAX_GROWTH = 1.5      # no estimate while the newest level is this many times the one before, or more
 AGREE_LEVELS = 3      # the estimates at this many consecutive levels ...
-AGREEMENT = 1.5       # ... must agree within this factor
+AGREEMENT = 1.2       # ... must agree within this factor
 MAX_EXTRAPOLATION = 20   # no estimate larger than this many times the states found so far
+OVER_WEIGHT = 0.3     # the Gompertz fit's weight in the (geometric) mean of the two fits
 MAX_Q = 0.97          # the Gompertz fit's per-level shrink factor of ln V growth, above which: no estimate
 LONG_RUN = 120.0      # seconds: an estimated time left past this is worth a hint of what else to try
+SAVE_AFTER = 600.0    # seconds: an estimated time left past this turns periodic checkpoints on ...
+SAVE_EVERY = 300.0    # ... one at the end of the first level this many seconds after the last
 
 
 @dataclass(frozen=True)
@@ -155,7 +157,7 @@ def _raw(levels: Sequence[Level]) -> Optional[float]:
     over, under = _gompertz(levels), _gaussian(levels)
     if over is None or under is None:
         return None
-    return math.sqrt(over * under)
+    return over ** OVER_WEIGHT * under ** (1 - OVER_WEIGHT)
 
 
 def estimate(levels: Sequence[Level]) -> Optional[Estimate]:
@@ -198,7 +200,9 @@ def estimate_states(sizes: Sequence[int]) -> Optional[int]:
 
 class Estimator:
     """Feeds on an engine's progress reports (cli/progress.py) and keeps the latest estimate: a
-    report with ``level_done`` closes a level (checker/bfs.py sends one at the end of each).
+    report with ``level_done`` closes a level (checker/bfs.py sends one at the end of each). A
+    level whose figures give no estimate (the fits disagree there) keeps the last one made, so
+    the progress line does not flicker, until the search finds more states than it said.
 
     >>> est = Estimator()
     >>> total = gen = 0
@@ -207,9 +211,9 @@ class Estimator:
     ...     _ = est({"depth": depth, "distinct": total, "queue": n, "generated": gen, "elapsed": total / 1000,
     ...              "level_done": True})
     >>> est.current.states, round(est.current.seconds_left)
-    (140804, 156)
+    (116385, 127)
     >>> est.current.as_dict()
-    {'states': 140804, 'seconds_left': 156.4, 'at_depth': 12, 'at_distinct': 16669, 'at_elapsed_s': 16.7}
+    {'states': 116385, 'seconds_left': 126.6, 'at_depth': 12, 'at_distinct': 16669, 'at_elapsed_s': 16.7}
     """
 
     def __init__(self):
@@ -225,7 +229,36 @@ class Estimator:
                 self.levels = []          # another search started: forget the first one's levels
             if not self.levels or level.distinct != self.levels[-1].distinct or level.new == 0:
                 self.levels.append(level)
-            self.current = estimate(self.levels)
-            if self.current is not None and level.new > 0:
-                self.guess = self.current
+            made = estimate(self.levels)
+            if made is not None and level.new > 0:
+                self.guess = made
+            # a level that gives none keeps the last estimate, unless the search has passed it
+            kept = self.guess if self.guess is not None and self.guess.states > level.distinct else None
+            self.current = made if made is not None else kept
         return self.current
+
+
+class Saving:
+    """When a long search should save a checkpoint: first at the end of the level where the
+    estimated time left passes ``after`` seconds, then at the end of the first level ``every``
+    seconds after the last save.
+
+    >>> s = Saving(after=600, every=300)
+    >>> long_run = Estimate(states=10**7, seconds_left=3600, depth=20, distinct=10**5, elapsed=30)
+    >>> s.due(None, 30), s.due(long_run, 30)
+    (False, True)
+    >>> s.saved(30); s.due(long_run, 200), s.due(long_run, 331)
+    (False, True)
+    """
+
+    def __init__(self, after: float = SAVE_AFTER, every: float = SAVE_EVERY):
+        self.after, self.every = after, every
+        self.last: Optional[float] = None
+
+    def due(self, current: Optional[Estimate], elapsed: float) -> bool:
+        if self.last is None:
+            return current is not None and current.long(elapsed, self.after)
+        return elapsed - self.last >= self.every
+
+    def saved(self, elapsed: float) -> None:
+        self.last = elapsed

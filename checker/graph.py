@@ -73,7 +73,7 @@ def _estimate(layers: List[int], total: int) -> Optional[int]:
     >>> _estimate([1, 4, 9], 14) is None
     True
     >>> _estimate([1, 8, 39, 125, 287, 506, 763, 1093, 1530, 2071, 2703, 3399, 4144, 4954], 25_000)
-    158670
+    132950
     """
     guess = estimate_states(layers)
     return guess if guess is not None and guess > total else None

@@ -170,3 +170,59 @@ def test_verify_without_an_estimate_prints_none(tmp_path):
     proc = run_cli("verify", "--mode=hw", "--records=1", "--json", cwd=tmp_path)    # a violation at depth 11
     assert proc.returncode == 1
     assert "estimate" not in json.loads(proc.stdout)
+
+
+# ---------------------------------------------------------------- checkpoints of a long run
+
+def test_a_level_report_saves_a_checkpoint_that_resumes_to_the_same_figures(tmp_path):
+    from hwcheck.checker.bfs import load_checkpoint
+    model = Model(Config(mode="kafka19522", power_failures=1, crashes=0, min_isr=2))
+    whole = bfs(model)
+
+    def save_at_10_then_stop_at_14(report):
+        if report.get("level_done") and report["depth"] == 10:
+            report["save"](str(tmp_path))
+        if report.get("level_done") and report["depth"] == 14:
+            raise KeyboardInterrupt
+
+    cut = bfs(model, progress=save_at_10_then_stop_at_14)
+    assert cut.verdict == "interrupted"
+    resumed = bfs(model, resume=load_checkpoint(str(tmp_path)))
+    assert (resumed.verdict, resumed.distinct_states, resumed.generated_states, resumed.depth) == (
+        whole.verdict, whole.distinct_states, whole.generated_states, whole.depth)
+
+
+def test_a_long_run_checkpoints_on_its_own_into_a_folder_it_names(tmp_path, monkeypatch, capsys):
+    from hwcheck.checker.bfs import CHECKPOINT_FILE
+    from hwcheck.checker.estimate import Saving
+    from hwcheck.cli.verify import free_checkpoint_folder, remove_checkpoint
+    monkeypatch.chdir(tmp_path)
+    saves = []
+
+    def feed_saving(say, seconds_per_state):
+        total = clock = 0.0
+        for depth, n in enumerate(SIZES):
+            clock += (SIZES[depth - 1] if depth else 1) * seconds_per_state
+            total += n
+            say.progress({"depth": depth, "distinct": int(total), "queue": n, "generated": 0, "elapsed": clock,
+                          "level_done": True, "save": lambda folder, d=depth: (
+                              saves.append(d), (tmp_path / folder / CHECKPOINT_FILE).write_text(str(d)))})
+
+    say = Say(None, False, quiet=True, verbose=False)
+    say.saving, say.auto_folder = Saving(after=600, every=300), free_checkpoint_folder("kip380")
+    feed_saving(say, seconds_per_state=0.1)          # ~160k states at 0.1 s each: hours to go
+    err = capsys.readouterr().err
+    assert err.count("checkpoint:") == 1 and "--resume hwcheck-kip380-checkpoint" in err
+    assert saves and saves[0] >= 8                    # not before there is an estimate
+    clocks = [sum(SIZES[:d]) * 0.1 for d in saves]    # then one every 300 s at most, at level ends
+    assert all(b - a >= 300 for a, b in zip(clocks, clocks[1:]))
+    folder = tmp_path / "hwcheck-kip380-checkpoint"
+    assert (folder / CHECKPOINT_FILE).read_text() == str(saves[-1])
+    assert free_checkpoint_folder("kip380").name == "hwcheck-kip380-checkpoint-1"
+    remove_checkpoint(folder)
+    assert not folder.exists()
+    saves.clear()
+    short = Say(None, False, quiet=True, verbose=False)
+    short.saving, short.auto_folder = Saving(), free_checkpoint_folder("kip380")
+    feed_saving(short, seconds_per_state=1e-4)      # about 16 s to go: no checkpoint
+    assert not saves and short.auto_checkpoint is None and "checkpoint:" not in capsys.readouterr().err

@@ -64,7 +64,8 @@ def main(argv):
     rows = argv or DEFAULT_ROWS
     table = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["hwcheck"]["gate"]
     gate = {e.name: e for e in parse_gate(table, ROOT)}
-    print(f"{'row':44} {'states':>9} {'time':>7}  {'first estimate: level, share of states, of time':42} "
+    w = max(44, *(len(r) for r in rows))
+    print(f"{'row':{w}} {'states':>9} {'time':>7}  {'first estimate: level, share of states, of time':42} "
           f"{'states':>16} {'total time':>16} {'worst':>6}")
     for row in rows:
         got = run(row, gate)
@@ -72,12 +73,12 @@ def main(argv):
             continue
         final, seconds, depth, made = got
         if not made:
-            print(f"{row:44} {final:>9,} {seconds:6.1f}s  no estimate before the end (depth {depth})")
+            print(f"{row:{w}} {final:>9,} {seconds:6.1f}s  no estimate before the end (depth {depth})")
             continue
         d, seen, at, e = made[0]
         worst = max((m[3].states / final for m in made), key=lambda r: max(r, 1 / r))   # the furthest off
         total = at + e.seconds_left
-        print(f"{row:44} {final:>9,} {seconds:6.1f}s  level {d:>2}/{depth:<3} {seen / final:4.0%} st {at / seconds:4.0%} t"
+        print(f"{row:{w}} {final:>9,} {seconds:6.1f}s  level {d:>2}/{depth:<3} {seen / final:4.0%} st {at / seconds:4.0%} t"
               f"{'':14} {e.states:>9,} {e.states / final:5.2f}x {total:8.1f}s {total / seconds:5.2f}x {worst:5.2f}x")
     return 0
 

@@ -13,7 +13,8 @@ key            required  meaning
 ``generated``  no        successor states generated so far (duplicates included)
 ``engine``     no        the engine's name, shown at the head of the line
 ``phase``      no        a short word on what the engine is doing ("solving", "level")
-``level_done`` no        true on the report that closes a BFS level (checker/estimate.py)
+``level_done`` no        true on the report that closes a BFS level (checker/estimate.py
+                         fits the levels; bfs adds ``save``: save(folder) checkpoints it)
 ``estimate``   no        (states, seconds left): the search's estimated final size and
                          time to go, shown as ``~N states, ~T left``
 =============  ========  ===========================================================

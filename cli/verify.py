@@ -237,11 +237,11 @@ def render_search(checked: CheckResult, out, quiet: bool, guess=None, auto_check
     ``auto_checkpoint``: the folder of the checkpoints a long run saved by itself, kept to resume an
     interrupted run, else removed (unless it is the folder the run resumed from)."""
     model, result, r = checked.model, checked.result, checked.request
-    checkpoint = r.checkpoint if r.checkpoint is not None else auto_checkpoint
-    if auto_checkpoint is not None and result.verdict != INTERRUPTED and r.resume is None:
-        remove_checkpoint(auto_checkpoint)
     # --all-invariants cut by Ctrl-C after some violations: their traces are kept, the run is interrupted
     cut = result.verdict == VIOLATED and result.reason == "interrupted"
+    checkpoint = r.checkpoint if r.checkpoint is not None else auto_checkpoint
+    if auto_checkpoint is not None and result.verdict != INTERRUPTED and not cut and r.resume is None:
+        remove_checkpoint(auto_checkpoint)
     jsonout.note(settings=jsonout.settings(model), engine=r.engine, invariants=checked.invariants,
                  max_depth=r.max_depth, verdict=INTERRUPTED if cut else result.verdict, complete=result.complete,
                  figures=jsonout.figures(result), violations=[])

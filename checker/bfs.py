@@ -250,7 +250,9 @@ def bfs(model, *, max_depth: Optional[int] = None, all_invariants: bool = False,
     ``only`` names the invariants to check (default: all of the model's). ``symmetry`` explores
     one state per class of states equal up to renaming replicas; ``workers`` > 1 expands large
     levels in that many processes (same results).
-    ``checkpoint``: a folder where the search state is saved at the end of every level;
+    ``checkpoint``: a folder where the search state is saved at the end of every level (the
+    report that closes a level, ``level_done``, carries ``save(folder)`` to save it elsewhere or
+    only now and then, as ``hwcheck verify`` does on a long run);
     ``resume``: a snapshot from :func:`load_checkpoint` to continue from (same model, settings,
     invariants and symmetry, else CheckpointError): the verdict and counts are those of an
     uninterrupted run. ``max_rss_mb``: stop (verdict ``interrupted``, ``Result.reason`` says why)
@@ -315,6 +317,9 @@ def bfs(model, *, max_depth: Optional[int] = None, all_invariants: bool = False,
             kept = [init_states[i] for i in new_pos.tolist()]
             search.frontier = [(pickle.dumps(kept, protocol=pickle.HIGHEST_PROTOCOL),
                                 np.arange(len(kept), dtype=np.uint32), np.arange(len(kept), dtype=np.uint32))]
+            if progress is not None and not stop:
+                progress({"depth": 0, "distinct": distinct, "queue": distinct, "generated": generated,
+                          "elapsed": time.monotonic() - start, "level_done": True})
 
         while search.frontier and not stop:
             if max_depth is not None and depth >= max_depth:
@@ -378,6 +383,14 @@ def bfs(model, *, max_depth: Optional[int] = None, all_invariants: bool = False,
                     _ACTIVE = None
             depth += 1 if (next_frontier or stop) else 0
             search.frontier = next_frontier
+            if progress is not None and not stop:
+                # the end of a level, always reported (checker/estimate.py fits the level sizes);
+                # ``save(folder)``, called from the report, writes a checkpoint of this level's end
+                counters = {"generated": generated, "distinct": distinct, "depth": depth, "found": dict(found)}
+                progress({"depth": depth, "distinct": distinct, "queue": queued, "generated": generated,
+                          "elapsed": time.monotonic() - start, "level_done": True,
+                          "save": lambda folder, c=counters: _save_checkpoint(
+                              folder, _run_key(model, order, symmetry), search, c) if search.frontier else None})
             if checkpoint is not None and search.frontier and not stop:
                 _save_checkpoint(checkpoint, key, search, {"generated": generated, "distinct": distinct,
                                                            "depth": depth, "found": found})

@@ -34,6 +34,7 @@ import networkx as nx
 
 
 from .bfs import fingerprint
+from .estimate import estimate_states
 from .symmetry import canonical_form, inverse, rename_label
 from .result import Trace
 
@@ -49,7 +50,7 @@ class GraphTooLarge(Exception):
         self.limit, self.explored, self.depth, self.open_states, self.estimate = (
             limit, explored, depth, open_states, estimate)
         guess = (f"estimated ~{estimate:,} nodes in all (extrapolated from the BFS layer sizes)" if estimate else
-                 "the search front still grows level by level, so no estimate of the total yet")
+                 "no estimate of the total yet (too few BFS layers, or their sizes have not settled)")
         super().__init__(
             f"the state graph has more than --max-nodes={limit:,} nodes: {explored:,} found by depth "
             f"{depth} with {open_states:,} still unexplored; {guess}; raise --max-nodes or tighten the bounds")
@@ -64,19 +65,18 @@ class GraphInterrupted(Exception):
 
 
 def _estimate(layers: List[int], total: int) -> Optional[int]:
-    """Rough total from BFS layer sizes once the front shrinks, continued geometrically; None while
-    it still grows (a space whose front is still growing can be any size: mirroring it guessed ~20
-    nodes for 194,557).
+    """The total from the sizes of the BFS layers done so far (checker/estimate.py), or None: too
+    few layers, layer sizes that do not settle, or an estimate the ``total`` nodes found (the layer
+    under way included) already pass. (A mirror of a growing front had guessed ~20 nodes for
+    194,557.)
 
-    >>> _estimate([1, 4, 9], 14) is None, _estimate([1, 4, 9, 6], 20)
-    (True, 32)
+    >>> _estimate([1, 4, 9], 14) is None
+    True
+    >>> _estimate([1, 8, 39, 125, 287, 506, 763, 1093, 1530, 2071, 2703, 3399, 4144, 4954], 25_000)
+    132950
     """
-    if len(layers) < 2 or layers[-2] == 0:
-        return None
-    ratio = layers[-1] / layers[-2]
-    if ratio >= 0.95:
-        return None
-    return int(total + layers[-1] * ratio / (1 - ratio))
+    guess = estimate_states(layers)
+    return guess if guess is not None and guess > total else None
 
 
 # ------------------------------------------------------------------ exploration
@@ -116,8 +116,7 @@ def _grow(model, g: nx.DiGraph, frontier: list, layers: List[int], max_nodes: in
                     if g.number_of_nodes() >= max_nodes:
                         open_states = len(frontier) - i + len(nxt)
                         raise GraphTooLarge(max_nodes, g.number_of_nodes(), depth + 1, open_states,
-                                            _estimate(layers + [len(nxt) * len(frontier) // max(i, 1)],
-                                                      g.number_of_nodes()))
+                                            _estimate(layers, g.number_of_nodes()))
                     g.add_node(tfp, state=t, violated=tuple(model.violated(t)), depth=depth + 1,
                                init=False, parent=sfp)
                     nxt.append((tfp, t))

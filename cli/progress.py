@@ -13,6 +13,10 @@ key            required  meaning
 ``generated``  no        successor states generated so far (duplicates included)
 ``engine``     no        the engine's name, shown at the head of the line
 ``phase``      no        a short word on what the engine is doing ("solving", "level")
+``level_done`` no        true on the report that closes a BFS level (checker/estimate.py
+                         fits the levels; bfs adds ``save``: save(folder) checkpoints it)
+``estimate``   no        (states, seconds left): the search's estimated final size and
+                         time to go, shown as ``~N states, ~T left``
 =============  ========  ===========================================================
 
 Unknown keys are ignored; an engine calls as often as it likes (the line redraws at most
@@ -29,6 +33,9 @@ Unknown keys are ignored; an engine calls as often as it likes (the line redraws
 >>> p({"engine": "bfs", "depth": 3, "distinct": 1200, "queue": 300, "generated": 4000, "elapsed": 2.0})
 >>> print(out.getvalue().strip())
 bfs  depth 3  distinct 1,200  queue 300  generated 4,000  600 states/s  0:02
+>>> p({"engine": "bfs", "depth": 14, "distinct": 27461, "elapsed": 3.0, "estimate": (163512, 16.9)})
+>>> print(out.getvalue().splitlines()[-1])  # doctest: +ELLIPSIS
+bfs  depth 14  distinct 27,461  ...  0:03  ~160,000 states, ~17 s left
 """
 
 from __future__ import annotations
@@ -44,6 +51,33 @@ REQUIRED_KEYS = ("elapsed", "distinct")
 def level(quiet: bool, verbose: bool) -> str:
     """The progress level from the --quiet/--verbose flags (both given: quiet wins)."""
     return QUIET if quiet else VERBOSE if verbose else AUTO
+
+
+def rough_count(n: int) -> str:
+    """An estimated count to two significant digits.
+
+    >>> rough_count(163512), rough_count(3_590_215), rough_count(47)
+    ('160,000', '3,600,000', '47')
+    """
+    n = int(n)
+    if n < 100:
+        return f"{n:,}"
+    step = 10 ** (len(str(n)) - 2)
+    return f"{round(n / step) * step:,}"
+
+
+def rough_time(seconds: float) -> str:
+    """An estimated duration: seconds, minutes or hours.
+
+    >>> rough_time(16.9), rough_time(125), rough_time(5400), rough_time(200000)
+    ('17 s', '2 min', '1.5 h', '56 h')
+    """
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 90 * 60:
+        return f"{seconds / 60:.0f} min"
+    hours = seconds / 3600
+    return f"{hours:.1f} h" if hours < 10 else f"{hours:.0f} h"
 
 
 def clock(seconds: float) -> str:
@@ -101,6 +135,9 @@ class Progress:
             parts.append(f"generated {int(report['generated']):,}")
         parts.append(f"{self.rate:,.0f} states/s")
         parts.append(clock(elapsed))
+        if report.get("estimate"):
+            states, left = report["estimate"]
+            parts.append(f"~{rough_count(states)} states, ~{rough_time(left)} left")
         return "  ".join(p for p in parts if p)
 
     def __call__(self, report: dict) -> None:

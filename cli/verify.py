@@ -11,6 +11,8 @@ from pathlib import Path
 import click
 
 from hwcheck.checker import variants
+from hwcheck.checker.estimate import SAVE_EVERY, Estimator, Saving
+from hwcheck.checker.bfs import CHECKPOINT_FILE
 from hwcheck.checker.check import ENGINES, LIVENESS, CheckError, CheckObserver, CheckRequest, CheckResult, check
 from hwcheck.checker.graph import DEFAULT_MAX_NODES, counts
 from hwcheck.checker.liveness import lasso_to_itf
@@ -23,7 +25,7 @@ from .models import DESIGN_ONLY, TLA_ONLY, build_config, given, model_options, s
 from .options import (EXIT_HOLDS, EXIT_INTERRUPTED, EXIT_VIOLATION, check_writable, fail, free_default_path,
                       interrupted, knob_options, refuse_quiet_with_verbose, replay_command, wide_option, write_after_run,
                       write_trace)
-from .progress import Progress, level as progress_level
+from .progress import Progress, level as progress_level, rough_count, rough_time
 from .render import figures_line
 
 DEFAULT_MASTER = "local[*]"
@@ -104,7 +106,7 @@ def verify(engine, depth, master, partitions, max_depth, all_invariants, only, o
     elif request.engine == "z3":
         render_z3(checked, out, quiet, say.solved)
     else:
-        render_search(checked, out, quiet)
+        render_search(checked, out, quiet, say.estimator.guess, say.auto_checkpoint)
 
 
 def refuse_what_liveness_does_not_take() -> None:
@@ -125,6 +127,12 @@ class Say(CheckObserver):
         self.out, self.force, self.quiet, self.verbose = out, force, quiet, verbose
         self.bar = None
         self.solved = []            # z3: the depths solved, for an interrupted run's line
+        self.estimator = Estimator()    # bfs: the size and time to go, from the levels done
+        self.hinted = False
+        self.symmetry = False
+        self.saving = None              # bfs without --checkpoint: checkpoints of its own on a long run
+        self.auto_checkpoint = None     # ... in this folder, once one was saved
+        self.auto_folder = None         # where they go (the --resume folder, or one named for the mode)
 
     def started(self, checked: CheckResult) -> None:
         if self.out is not None:
@@ -142,11 +150,60 @@ class Say(CheckObserver):
                        f"{', '.join(checked.invariants)}")
             return
         click.echo(f"engine {r.engine}; invariants {', '.join(checked.invariants)}")
+        self.symmetry = r.symmetry
+        if r.engine == "bfs" and r.checkpoint is None:
+            self.saving = Saving()
+            self.auto_folder = Path(r.resume) if r.resume is not None else free_checkpoint_folder(cfg.mode)
+            if r.resume is not None:
+                # a resumed run was long: it saves into its folder every 5 minutes from the start,
+                # before its own levels give an estimate, and its folder stays resumable
+                self.saving.saved(0.0)
+                self.auto_checkpoint = self.auto_folder
         self.bar = Progress(progress_level(self.quiet, self.verbose), engine=r.engine)
 
     def progress(self, report: dict) -> None:
+        est = self.estimator(report)
+        if est is not None and report.get("elapsed") is not None:
+            report = {**report, "estimate": (est.states, est.left_at(float(report["elapsed"])))}
+            if not self.hinted and not self.quiet and est.long(float(report["elapsed"])):
+                self.hinted = True
+                self.hint(est, float(report["elapsed"]))
+        if report.get("save") is not None and self.saving is not None and self.saving.due(est, report["elapsed"]):
+            self.save(report["save"], est, float(report["elapsed"]))
         if self.bar is not None:
             self.bar(report)
+
+    def save(self, save, est, elapsed: float) -> None:
+        """A checkpoint of the level just done into the run's own folder (said on stderr the first
+        time); a folder that cannot be written stops these checkpoints, not the search."""
+        folder = self.auto_folder
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            save(str(folder))
+        except OSError as e:
+            self.saving = None
+            self.say(f"checkpoint: cannot save in {folder} ({e.strerror or e}); the search goes on without")
+            return
+        self.saving.saved(elapsed)
+        if self.auto_checkpoint is None:
+            self.auto_checkpoint = folder
+            left = f" (~{rough_time(est.left_at(elapsed))} to go)" if est is not None else ""
+            self.say(f"checkpoint: a long search{left}: its state is saved in {folder}/ every "
+                     f"{SAVE_EVERY / 60:.0f} minutes; after a stop, resume with --resume {folder}")
+
+    def say(self, line: str) -> None:
+        """One line on stderr, the live progress line cleared first."""
+        if self.bar is not None:
+            self.bar.done()
+        click.echo(line, err=True)
+
+    def hint(self, est, elapsed: float) -> None:
+        """One line on stderr, once, when the search looks long: what else to try."""
+        tries = (["--symmetry"] if not self.symmetry else []) + [
+            "hwcheck simulate (random walks where bfs cannot finish)",
+            "smaller bounds (fewer --records, --max-epoch, --crashes)"]
+        self.say(f"hint: this search looks long: ~{rough_count(est.states)} states, ~{rough_time(est.left_at(elapsed))} "
+                 f"to go (an estimate from the levels done); to go faster try {', '.join(tries)}")
 
     def spark_started(self, sc, partitions: int) -> None:
         n = partitions
@@ -166,16 +223,32 @@ class Say(CheckObserver):
             self.bar.done()
 
 
-def render_search(checked: CheckResult, out, quiet: bool):
-    """bfs and spark: the verdict, the traces written, the figures; the exit code."""
+def free_checkpoint_folder(mode: str) -> Path:
+    """hwcheck-<mode>-checkpoint in the current directory, numbered if taken."""
+    path, i = Path(f"hwcheck-{mode}-checkpoint"), 1
+    while path.exists():
+        path, i = Path(f"hwcheck-{mode}-checkpoint-{i}"), i + 1
+    return path
+
+
+def render_search(checked: CheckResult, out, quiet: bool, guess=None, auto_checkpoint=None):
+    """bfs and spark: the verdict, the traces written, the figures; the exit code. ``guess``: the
+    last estimate of the search's size made while it ran (checker/estimate.py), noted for --json;
+    ``auto_checkpoint``: the folder of the checkpoints a long run saved by itself, kept to resume an
+    interrupted run, else removed (unless it is the folder the run resumed from)."""
     model, result, r = checked.model, checked.result, checked.request
     # --all-invariants cut by Ctrl-C after some violations: their traces are kept, the run is interrupted
     cut = result.verdict == VIOLATED and result.reason == "interrupted"
+    checkpoint = r.checkpoint if r.checkpoint is not None else auto_checkpoint
+    if auto_checkpoint is not None and result.verdict != INTERRUPTED and not cut and r.resume is None:
+        remove_checkpoint(auto_checkpoint)
     jsonout.note(settings=jsonout.settings(model), engine=r.engine, invariants=checked.invariants,
                  max_depth=r.max_depth, verdict=INTERRUPTED if cut else result.verdict, complete=result.complete,
                  figures=jsonout.figures(result), violations=[])
+    if guess is not None:
+        jsonout.note(estimate=guess.as_dict())
     if result.verdict == INTERRUPTED:
-        saved = f"; resume with --resume {r.checkpoint}" if r.checkpoint is not None else ""
+        saved = f"; resume with --resume {checkpoint}" if checkpoint is not None else ""
         if result.reason.startswith("memory limit"):
             per_state = result.peak_rss_mb * 2 ** 20 / max(result.distinct_states, 1)
             fail(f"stopped at the {result.reason}: covered {result.distinct_states:,} distinct states to depth "
@@ -204,6 +277,19 @@ def render_search(checked: CheckResult, out, quiet: bool):
                    f"{result.elapsed:.1f} s; {found} broken there, the other invariants not checked to the end")
         raise click.exceptions.Exit(EXIT_INTERRUPTED)
     raise click.exceptions.Exit(EXIT_VIOLATION)
+
+
+def remove_checkpoint(folder: Path) -> None:
+    """The checkpoint a finished run saved by itself, and its folder if nothing else is in it."""
+    for name in (CHECKPOINT_FILE, CHECKPOINT_FILE + ".tmp"):
+        try:
+            (folder / name).unlink()
+        except OSError:
+            pass
+    try:
+        folder.rmdir()
+    except OSError:
+        pass
 
 
 def render_z3(checked: CheckResult, out, quiet: bool, solved):

@@ -23,11 +23,12 @@ from .conftest import ROOT, run_cli
 FACTOR = 2.0
 BEFORE = 0.5
 # gate rows that hold (so bfs runs to the end), the smallest five whose first estimate comes that
-# early; together about 45 s on one core (kafka15583-kafka-18991-kraft and kip966-kafka-18991-kraft,
+# early; together about 60 s on one core (kafka15583-kafka-18991-kraft and kip966-kafka-18991-kraft,
 # about 11 s each, are smaller but their level sizes grow again midway: the first estimate comes
-# at 75% of the states there, see docs/performance.md)
-ROWS = ["kafka19522-power-failure-min-isr-2", "kafka19522-disk-loss-min-isr-2", "kafka10706-defaults",
-        "kip380-defaults", "kip380-response-hw-before"]
+# at 75% of the states there, see docs/performance.md; kafka19522-power-failure-min-isr-2 gives
+# its first at 63% since KRaft's fence elects in the same record)
+ROWS = ["kafka19522-disk-loss-min-isr-2", "kafka10706-defaults", "kip380-defaults", "kip380-response-hw-before",
+        "kafka18991-defaults"]
 
 
 def gate_rows():
@@ -154,15 +155,15 @@ def test_a_short_run_and_a_quiet_one_get_no_hint(capsys):
 
 
 def test_verify_json_of_a_cut_search_carries_its_last_estimate(tmp_path):
-    knobs = ["verify", "--mode=kafka19522", "--power-failures=1", "--crashes=0", "--min-isr=2", "--json"]
+    knobs = ["verify", "--mode=kafka19522", "--disk-losses=1", "--crashes=0", "--min-isr=2", "--json"]
     whole = json.loads(run_cli(*knobs, cwd=tmp_path).stdout)["figures"]
-    proc = run_cli(*knobs, "--max-depth=16", cwd=tmp_path)
+    proc = run_cli(*knobs, "--max-depth=17", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     assert not doc["complete"] and doc["figures"]["distinct_states"] < whole["distinct_states"] / 2
     guess = doc["estimate"]
     assert whole["distinct_states"] / FACTOR <= guess["states"] <= whole["distinct_states"] * FACTOR
-    assert guess["at_depth"] <= 16 and guess["at_distinct"] <= doc["figures"]["distinct_states"]
+    assert guess["at_depth"] <= 17 and guess["at_distinct"] <= doc["figures"]["distinct_states"]
     assert "hint:" not in proc.stderr                          # half a second
 
 

@@ -38,7 +38,7 @@ from .estimate import estimate_states
 from .symmetry import canonical_form, inverse, rename_label
 from .result import Trace
 
-# the main job's defaults (`verify --liveness --mode=epoch`: 264,673 nodes, about 0.9 GB) fit, with room
+# the main job's defaults (`verify --liveness --mode=epoch`: 183,385 nodes, about 0.6 GB) fit, with room
 DEFAULT_MAX_NODES = 500_000
 FORMATS = (".dot", ".graphml", ".json")
 

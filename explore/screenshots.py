@@ -64,8 +64,8 @@ def main(root: str = ".") -> int:
                 page.select_option("#mode", "kip966")
                 page.click("#switch")
                 page.wait_for_selector("#refusal:not([hidden])")
-                page.click("#path tr[data-step='11']")
-                _wait_step(page, 11)
+                page.click("#path tr[data-step='9']")
+                _wait_step(page, 9)
                 page.evaluate("window.scrollTo(0, 0)")
                 page.screenshot(path=str(out / "explore-kip966-refused.png"))
             finally:

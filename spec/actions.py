@@ -903,7 +903,8 @@ def _broker_gone_terms(enc, s: SState, r: int, successor: int = UNDEFINED):
 
 def controller_handle_failure(s: State, rules: Rules, r: int) -> Optional[State]:
     """The controller notices a dead broker once its session times out. Separate from the crash,
-    so before KIP-380 a fast restart can win the race."""
+    so before KIP-380 a fast restart can win the race. KRaft: a leader with a replica to elect is
+    fenced by ``controller_handle_failure_leader``."""
     if s.replicas[r].alive or not s.controller.live >> r & 1:
         return None
     return _broker_gone(s, rules, r)
@@ -938,7 +939,8 @@ def session_expire(s: State, rules: Rules, r: int) -> Optional[State]:
     """A live broker's ZooKeeper session expires (a long GC pause, a network partition from
     ZooKeeper): the controller handles it as failed while it runs on, still believing what its last
     LeaderAndIsr said, until it registers again (``register``). The fast leader changes of
-    KAFKA-6361 start this way. Uses the crash budget."""
+    KAFKA-6361 start this way. Uses the crash budget. KRaft: a leader with a replica to elect is
+    fenced by ``session_expire_leader``."""
     if not (s.replicas[r].alive and s.controller.live >> r & 1 and s.history.crashes < rules.cfg.crashes):
         return None
     s = _broker_gone(s, rules, r)

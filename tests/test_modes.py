@@ -10,7 +10,7 @@ from hwcheck.spec.modes import (ALIASES, LADDER, MODES, TRUNCATING, TRUNCATING_A
                                without_elr)
 from hwcheck.spec.state import FETCH, UNDEFINED as U, Fetch
 
-from .conftest import run_labels
+from .conftest import exact_reachable, run_labels
 
 LEADER_CACHE = ((0, 0), (2, 3))   # epoch 0 from offset 0, epoch 2 from offset 3; LEO 5
 
@@ -294,3 +294,21 @@ def test_isr_expansion_waits_for_the_epoch_start(mode, waits):
     fetch = lambda offset: s._replace(inflight=((), Fetch(FETCH, 0, 1, offset)))
     assert model.step(fetch(0), ("leader_handle_fetch", 0, 1)).controller.isr == (0b01 if waits else 0b11)
     assert model.step(fetch(1), ("leader_handle_fetch", 0, 1)).controller.isr == 0b11
+
+
+@pytest.mark.parametrize("mode", ["kip966", "kafka19522"])
+def test_a_kraft_partition_without_leader_has_an_empty_isr(mode):
+    """Since the record that fences a leader elects any ISR member it can (``fence_elects``), a
+    leaderless partition of the ELR modes has an empty ISR in every reachable state: a change that
+    leaves it without leader is the one that empties its ISR. So 4.1.0's last-known-leader rule
+    (recorded when a change empties the ISR) and 4.1.1's (when a change names no leader;
+    ``PartitionChangeBuilder.maybeUpdateLastKnownLeader``) record the same broker at the same step,
+    and 4.1.1+ stays ``kafka19522`` (docs/model.md; 183,385 to 422,958 states of six settings
+    checked the same way when this was written). Before, ``controller_handle_failure`` of a leader
+    with another ISR member left that member in the ISR of a leaderless partition for a step."""
+    model = Model(Config(mode=mode, records=1, crashes=1))
+    leaderless = [s for s in exact_reachable(model) if s.controller.leader == U]
+    assert len(leaderless) > 20          # 44 (crash(r0) then its fence, with r1 in the ISR or not, ...)
+    assert all(s.controller.isr == 0 for s in leaderless)
+    # and with the ELR empty too, the last known leader is recorded
+    assert all(s.controller.last_known_elr for s in leaderless if s.controller.elr == 0)

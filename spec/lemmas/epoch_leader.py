@@ -187,8 +187,10 @@ def exposer_not_behind(enc, s, L):
 # ---------------------------------------------------------------- failovers and bounces
 
 def failovers(o, s, E, pending=()):
-    """How many epochs handed out were led by other than the preferred replica (plus ``pending``)."""
-    return o.Sum([o.And(e <= s.ctl.epoch, s.hist.epoch_leader[e] != PREFERRED) for e in range(1, E + 1)] + list(pending))
+    """How many epochs handed out were led by other than the preferred replica (plus ``pending``).
+    An epoch that names no leader (KRaft's fence with nobody to elect) is led by nobody."""
+    return o.Sum([o.And(e <= s.ctl.epoch, s.hist.epoch_leader[e] != PREFERRED, s.hist.epoch_leader[e] != UNDEFINED)
+                  for e in range(1, E + 1)] + list(pending))
 
 
 def failovers_within_bounces(enc, s, E):
@@ -277,11 +279,12 @@ def newer_named_in_stale_view(enc, s, l, x, E):
 
 
 def unsucceeded(o, s, r, E):
-    """r leads, and every epoch the controller handed out after r's was handed to r: nobody else
-    has led since, whatever the others' caches forgot (a restart trims an epoch cached without
-    records), so nobody else exposed anything."""
+    """r leads, and every epoch the controller handed out after r's was handed to r or to nobody
+    (KRaft's fence with nobody to elect): nobody else has led since, whatever the others' caches
+    forgot (a restart trims an epoch cached without records), so nobody else exposed anything."""
     rep = s.reps[r]
-    return o.And(leads(o, rep), *[implies(o, handed_out_after(o, s, rep.leader_epoch, e), s.hist.epoch_leader[e] == r)
+    return o.And(leads(o, rep), *[implies(o, handed_out_after(o, s, rep.leader_epoch, e),
+                                          o.Or(s.hist.epoch_leader[e] == r, s.hist.epoch_leader[e] == UNDEFINED))
                                   for e in range(1, E + 1)])
 
 
@@ -293,6 +296,19 @@ def last_known_leader_led(enc, s, n):
     if not c.last_known_elr:
         return True
     return o.And(*[implies(o, c.last_known_elr[x], leader_of(o, s, c.epoch) == x) for x in range(n)])
+
+
+def last_known_leader_led_the_epoch_before(enc, s, n):
+    """KIP-966 with KRaft's fence (``fence_elects``): the last known leader led the epoch before the
+    controller's, which names no leader.
+
+    The change that emptied the ISR left the partition leaderless at a new epoch; no election since,
+    which clears it."""
+    o, c = enc.o, s.ctl
+    if not c.last_known_elr:
+        return True
+    return o.And(*[implies(o, c.last_known_elr[x], o.And(c.epoch >= 1, leader_of(o, s, c.epoch) == UNDEFINED,
+                                                         leader_of(o, s, c.epoch - 1) == x)) for x in range(n)])
 
 
 def every_epoch_led(enc, s):
@@ -354,5 +370,7 @@ def epoch_leader_templates(n: int, L: int, E: int, cached: bool) -> List[Lemma]:
         out += held_by(r, "leader no other replica was named after", partial(unsucceeded, E=E), L)
     out.append(lemma("EpochLeader[the last known leader led the controller's epoch]", "history", last_known_leader_led,
                      n=n))
+    out.append(lemma("EpochLeader[the last known leader led the epoch before the controller's leaderless one]",
+                     "history", last_known_leader_led_the_epoch_before, n=n))
     out.append(lemma("EpochLeader[every epoch handed out names a leader]", "history", every_epoch_led))
     return out

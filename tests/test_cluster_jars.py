@@ -287,13 +287,12 @@ def test_lib_size_counts_the_files_below(tmp_path):
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("mvn") is None, reason="no mvn on PATH")
 def test_resolve_a_tiny_artifact_through_the_real_mvn(tmp_path):
-    """slf4j-reload4j pulls slf4j-api and reload4j: a transitive closure, a sources jar, ~3 s."""
+    """slf4j-reload4j pulls slf4j-api and reload4j: a transitive closure, a sources jar (about 3 s
+    with Maven's plugins cached; a first mvn run on a fresh ~/.m2 fetches them first, 41 s seen)."""
     coordinate = "org.slf4j:slf4j-reload4j:1.7.36"
-    started = time.monotonic()
     lib = resolve("tiny", [coordinate], sources=[coordinate], root=tmp_path)
     assert sorted(p.name for p in lib.iterdir()) == [
         "reload4j-1.2.19.jar", "slf4j-api-1.7.36.jar", "slf4j-reload4j-1.7.36.jar"]
     assert [p.name for p in (lib.parent / "sources").iterdir()] == ["slf4j-reload4j-1.7.36-sources.jar"]
-    assert time.monotonic() - started < 15
     with pytest.raises(ResolveError, match=r"^blocked: org\.slf4j:slf4j-reload4j:0\.0\.1 "):
         resolve("tiny", ["org.slf4j:slf4j-reload4j:0.0.1"], root=tmp_path)

@@ -407,15 +407,15 @@ def _checkpoint(cluster, client, states, index, upper_index, label, elr, wait, l
     s, upper = states[index], states[upper_index]
     placed = plan.placed_actions if plan is not None else Plan().placed_actions
     closure = awaited_closure(model, s, placed=placed) if model is not None else [(s, ())]
+    # with the proxy nothing replicates ahead of the trace, not even after its last step: the
+    # followers are compared there too
+    exact = plan is not None and plan.proxied
+    followers = exact or not last
+    epochs = cluster.kraft            # ZooKeeper's epochs are shown, not compared (docs/reproduce.md)
     deadline = time.monotonic() + wait
     agreed, ahead_since = 0, None
     while True:
         view = observe(cluster, client.acked)
-        # with the proxy nothing replicates ahead of the trace, not even after its last step: the
-        # followers are compared there too
-        exact = plan is not None and plan.proxied
-        followers = exact or not last
-        epochs = cluster.kraft            # ZooKeeper's epochs are shown, not compared (docs/reproduce.md)
         diffs = compare(s, view, upper, bool(elr), followers=followers, exact=exact, epochs=epochs)  # closure[0] is s
         ahead = () if not diffs else next(
             (path for t, path in closure[1:]

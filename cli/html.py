@@ -7,7 +7,8 @@ flight as arrows between lanes; the controller and the producer's acknowledgemen
 space-time diagram of the whole trace (a lane per replica, each message an arrow from the step
 that sent it to the step that handled it); the step's action as a caption; buttons, a slider
 and keys (left/right, Home/End) to move; and the broken invariant highlighted from the step
-where it breaks.
+where it breaks. No two labels overlap at any width: a row per marker label, a column per
+message, and the drawings scroll sideways in their own box rather than widen the page.
 
 >>> from hwcheck.spec import Config, Model
 >>> from hwcheck.checker.result import Trace

@@ -7,7 +7,8 @@ flight as arrows between lanes; the controller and the producer's acknowledgemen
 space-time diagram of the whole trace (a lane per replica, each message an arrow from the step
 that sent it to the step that handled it); the step's action as a caption; buttons, a slider
 and keys (left/right, Home/End) to move; and the broken invariant highlighted from the step
-where it breaks.
+where it breaks. No two labels overlap at any width: a row per marker label, a column per
+message, and the drawings scroll sideways in their own box rather than widen the page.
 
 >>> from hwcheck.spec import Config, Model
 >>> from hwcheck.checker.result import Trace
@@ -146,7 +147,7 @@ PAGE = """<!DOCTYPE html>
 <div id="caption" aria-live="polite"></div>
 <div id="violation" class="hidden" role="alert"></div>
 <main>
-  <section><h2>Replicas at this step</h2><svg id="lanes" role="img" aria-label="replica logs"></svg></section>
+  <section><h2>Replicas at this step</h2><div class="scroll"><svg id="lanes" role="img" aria-label="replica logs"></svg></div></section>
   <section id="side">
     <h2>Controller</h2><div id="controller"></div>
     <h2>Producer</h2><div id="history"></div>
@@ -158,7 +159,7 @@ PAGE = """<!DOCTYPE html>
     red ghost: an acknowledged record the leader lacks); arrows: messages in flight.</div>
   </section>
 </main>
-<section><h2>Space-time diagram (click a step)</h2><svg id="timeline" role="img" aria-label="space-time diagram"></svg></section>
+<section><h2>Space-time diagram (click a step)</h2><div class="scroll"><svg id="timeline" role="img" aria-label="space-time diagram"></svg></div></section>
 <section><h2>Steps (click one; a link to a step is #step=N)</h2><ol id="steps" start="0"></ol></section>
 <script id="trace-data" type="application/json">%DATA%</script>
 <script>%JS%</script>
@@ -169,14 +170,16 @@ PAGE = """<!DOCTYPE html>
 CSS = """
 body{font:14px/1.4 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0 1.2em 2em;color:#222;background:#fafafa}
 header h1{font-size:1.2em;margin:.6em 0 .1em}#settings{color:#555;font-family:monospace;font-size:12px}
-nav{display:flex;gap:.4em;align-items:center;margin:.6em 0;position:sticky;top:0;background:#fafafa;padding:.3em 0;z-index:2}
-nav button{font-size:16px;padding:.15em .6em;cursor:pointer}#slider{flex:0 1 320px}
-#counter{font-family:monospace;font-weight:bold}.hint{color:#888;font-size:12px}
+nav{display:flex;flex-wrap:wrap;gap:.4em;align-items:center;margin:.6em 0;position:sticky;top:0;background:#fafafa;padding:.3em 0;z-index:2}
+nav button{font-size:16px;padding:.15em .6em;cursor:pointer;white-space:nowrap}#slider{flex:1 1 120px;min-width:80px;max-width:320px}
+#counter{font-family:monospace;font-weight:bold;white-space:nowrap}.hint{color:#888;font-size:12px;white-space:nowrap}
 #caption{font-family:monospace;font-size:16px;padding:.4em .6em;background:#eef3ff;border-left:4px solid #3b6fd8}
 #violation{margin:.5em 0;padding:.5em .7em;background:#ffe9e9;border:2px solid #c62828;color:#8e0000;font-weight:600}
 #violation.now{background:#ffcdd2;box-shadow:0 0 0 3px #ff8a80}#violation .doc{font-weight:normal;color:#5d1010}
 .hidden{display:none}
-main{display:flex;gap:1.5em;flex-wrap:wrap}main>section:first-child{flex:1 1 640px}#side{flex:0 1 300px}
+main{display:flex;gap:1.5em;flex-wrap:wrap}main>section{min-width:0}main>section:first-child{flex:1 1 640px}#side{flex:0 1 300px}
+header,#caption,#violation,#side,#steps li{overflow-wrap:anywhere}
+.scroll{overflow-x:auto;max-width:100%}.scroll>svg{display:block}
 h2{font-size:13px;text-transform:uppercase;letter-spacing:.05em;color:#666;margin:.9em 0 .3em}
 svg{background:#fff;border:1px solid #ddd;border-radius:4px}
 #controller,#history{font-family:monospace;font-size:13px}.legend{font-size:12px;color:#555}
@@ -184,7 +187,7 @@ svg{background:#fff;border:1px solid #ddd;border-radius:4px}
 .ack{color:#2e7d32;font-weight:bold}
 svg text{font-family:ui-monospace,Menlo,Consolas,monospace}
 .broken-lane{fill:#fff0f0}
-#steps{font-family:monospace;font-size:13px;columns:3 22em;margin:.3em 0}#steps li{cursor:pointer;padding:0 .3em}
+#steps{font-family:monospace;font-size:13px;columns:3 22em;margin:.3em 0}#steps li{cursor:pointer;padding:0 .3em;break-inside:avoid}
 #steps li.current{background:#e3ecff;font-weight:bold}#steps li.breaks{color:#c62828}#violation .why{font-weight:600}
 """
 
@@ -209,21 +212,42 @@ JS = r"""
   $("slider").max = N;
 
   // ---------------------------------------------------------------- the lanes at one step
-  const CELL = 46, LANE = 96, LEFT = 120, TOP = 26;
+  // No two labels may overlap at any width (the page scrolls the drawing sideways in its own box
+  // when the window is narrow; it never shrinks the text). A lane's rows, top down: the offsets,
+  // the cells, the ghost of an acknowledged record where the leader holds another (only if the
+  // trace has one), then one row per marker label (HW, LEO and, with power failures, FL), ROW
+  // apart. Its columns: the replica and its role; the log; the epoch cache, ISR and remote LEOs;
+  // then a column per message in flight, each as wide as its longest line.
+  const CELL = 46, LEFT = 120, TOP = 26, ROW = 14;
   function maxLog() {
     let m = 1;
     for (const st of D.states) for (const r of D.replicas) m = Math.max(m, st.state.replicas[r].log.length);
     return m;
   }
   const LOGW = (maxLog() + 1) * CELL;
-  const GUTTER = LEFT + LOGW + 250;
+  const ghostUnder = (st) => {      // the controller's leader holds another record where an acknowledged one sits
+    const leader = st.state.controller.leader, log = leader ? st.state.replicas[leader].log : [];
+    return Object.entries(st.state.history.acked).some(([rec, off]) => log[off] && String(log[off].record) !== rec);
+  };
+  const GHOST_ROW = D.states.some(ghostUnder);
+  const MARK_Y = GHOST_ROW ? 72 : 50;        // the HW label's baseline; LEO one ROW under, FL two
+  const FLUSHED = D.states.some((st) => D.replicas.some((r) => st.state.replicas[r].flushed !== undefined));
+  const LANE = MARK_Y + (FLUSHED ? 2 : 1) * ROW + 34;
+  // a label cut to a width with an ellipsis, the whole of it in its tooltip (measured once the
+  // step is drawn: one layout for all of them, not one each)
+  let fits = [];
+  const fit = (t, width) => { fits.push([t, width]); return t; };
+  function cut(t, width) {
+    const full = t.textContent;
+    for (let n = full.length; n > 1 && t.getComputedTextLength() > width; n--) t.textContent = full.slice(0, n - 1) + "\u2026";
+    if (t.textContent !== full) el(t, "title", {}, full);
+  }
+  const right = (t) => { const b = t.getBBox(); return b.x + b.width; };
+  const show = (v) => Array.isArray(v) ? v.map((e) => `#${e.record}@e${e.epoch}`).join(",") || "[]"
+    : v !== null && typeof v === "object" ? "{" + Object.entries(v).map(([k, x]) => `${k}=${x}`).join(" ") + "}" : String(v);
   function drawLanes() {
     const svg = $("lanes");
     svg.innerHTML = "";
-    const W = GUTTER + 200, H = TOP + LANE * D.replicas.length + 10;
-    svg.setAttribute("viewBox", `0 0 ${W} ${H}`);
-    svg.setAttribute("width", W);
-    svg.setAttribute("height", H);
     const defs = el(svg, "defs", {});
     const mk = el(defs, "marker", {id: "arrow", viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 7,
                                    markerHeight: 7, orient: "auto-start-reverse"});
@@ -232,19 +256,21 @@ JS = r"""
     const acked = cur.state.history.acked;
     const broken = cur.broken.length > 0;
     const culprits = brokenCells(cur);
+    const backgrounds = [], infos = [];
+    fits = [];
     D.replicas.forEach((r, i) => {
       const rep = cur.state.replicas[r], old = prev.state.replicas[r];
       const y = TOP + i * LANE;
       const g = el(svg, "g", {"data-replica": r, class: "lane"});
-      el(g, "rect", {x: 2, y: y - 20, width: W - 4, height: LANE - 6, rx: 4,
+      backgrounds.push(el(g, "rect", {x: 2, y: y - 20, width: 0, height: LANE - 6, rx: 4,
                      fill: cur.actors.includes(r) && step > 0 ? "#f3f7ff" : (broken ? "#fffafa" : "#fff"),
-                     stroke: "#e3e3e3"});
-      let role = !rep.alive ? "down" : rep.role === "leader" ? `leader e${rep.leader_epoch}`
+                     stroke: "#e3e3e3"}));
+      const role = !rep.alive ? "down" : rep.role === "leader" ? `leader e${rep.leader_epoch}`
                : rep.role === "follower" ? `follower e${rep.leader_epoch}` : "no role";
-      if (rep.truncating) role += " (truncating)";
       el(g, "text", {x: 10, y: y + 4, "font-size": 18, "font-weight": "bold",
                      fill: rep.alive ? "#222" : "#999"}, r);
-      el(g, "text", {x: 10, y: y + 24, "font-size": 12, fill: rep.role === "leader" && rep.alive ? "#1b5e20" : "#555"}, role);
+      fit(el(g, "text", {x: 10, y: y + 24, "font-size": 12, fill: rep.role === "leader" && rep.alive ? "#1b5e20" : "#555"}, role), LEFT - 16);
+      if (rep.truncating) el(g, "text", {x: 10, y: y + 24 + ROW, "font-size": 12, fill: "#555"}, "(truncating)");
       // log cells
       rep.log.forEach((entry, o) => {
         const x = LEFT + o * CELL;
@@ -257,9 +283,11 @@ JS = r"""
                        "stroke-width": culprit || changed ? 3 : 1,
                        class: "cell" + (changed ? " changed" : "") + (culprit ? " culprit" : ""),
                        "data-offset": o, "data-record": entry.record, "data-epoch": entry.epoch});
-        el(g, "text", {x: x + CELL / 2, y: y + 13, "font-size": 13, "text-anchor": "middle"}, "#" + entry.record);
-        el(g, "text", {x: x + CELL / 2, y: y + 28, "font-size": 11, "text-anchor": "middle", fill: "#333"}, "e" + entry.epoch);
-        if (acked[String(entry.record)] === o)
+        const tick = acked[String(entry.record)] === o;
+        fit(el(g, "text", {x: x + CELL / 2, y: y + 13, "font-size": 13, "text-anchor": "middle"}, "#" + entry.record),
+            CELL - (tick ? 20 : 6));
+        fit(el(g, "text", {x: x + CELL / 2, y: y + 28, "font-size": 11, "text-anchor": "middle", fill: "#333"}, "e" + entry.epoch), CELL - 6);
+        if (tick)
           el(g, "text", {x: x + CELL - 9, y: y + 9, "font-size": 11, fill: "#2e7d32", "font-weight": "bold"}, "\u2713");
       });
       if (!rep.log.length && !(cur.state.controller.leader === r && Object.keys(acked).length))
@@ -269,52 +297,63 @@ JS = r"""
         for (const [rec, off] of Object.entries(acked)) {
           const have = rep.log[off];
           if (have && String(have.record) === rec) continue;
-          const x = LEFT + off * CELL, gy = have ? y + 70 : y - 2;    // in the row, or under the wrong record
+          const x = LEFT + off * CELL, gy = have ? y + 38 : y - 2;    // in the row, or in the ghost row under the wrong record
           el(g, "rect", {x: x + 3, y: gy, width: CELL - 6, height: have ? 18 : 36, rx: 3, fill: "#ffebee",
                          stroke: "#c62828", "stroke-width": 2, "stroke-dasharray": "4 2", class: "missing",
                          "data-record": rec, "data-offset": off});
-          el(g, "text", {x: x + CELL / 2, y: gy + 13, "font-size": 11, "text-anchor": "middle", fill: "#c62828"},
-             `#${rec}?`);
+          fit(el(g, "text", {x: x + CELL / 2, y: gy + 13, "font-size": 11, "text-anchor": "middle", fill: "#c62828"},
+             `#${rec}?`), CELL - 8);
           if (!have) el(g, "text", {x: x + CELL / 2, y: gy + 28, "font-size": 9, "text-anchor": "middle",
                                     fill: "#c62828"}, "acked");
         }
       }
-      // markers: HW below the cells, LEO above, flushed as a bracket
-      const mark = (off, colour, label, dy, cls) => {
-        const x = LEFT + off * CELL;
-        el(g, "line", {x1: x, y1: y - 4, x2: x, y2: y + dy - 8, stroke: colour, "stroke-width": 2.5, class: cls,
+      // markers: a line at the offset, its label in its own row under the cells
+      const mark = (off, colour, label, row, cls) => {
+        const x = LEFT + off * CELL, ly = y + MARK_Y + row * ROW;
+        el(g, "line", {x1: x, y1: y - 4, x2: x, y2: ly - 10, stroke: colour, "stroke-width": 2.5, class: cls,
                        "stroke-dasharray": cls === "leo" ? "" : "5 3"});
-        el(g, "text", {x: x + 3, y: y + dy, "font-size": 11, fill: colour, "font-weight": "bold", class: cls}, `${label}=${off}`);
+        el(g, "text", {x: x + 3, y: ly, "font-size": 11, fill: colour, "font-weight": "bold", class: cls}, `${label}=${off}`);
       };
-      mark(rep.leo, "#1565c0", "LEO", 64, "leo");
-      mark(rep.hw, "#c62828", rep.hw > rep.leo ? "HW>LEO! HW" : "HW", 52, rep.hw > rep.leo ? "hw culprit" : "hw");
-      if (rep.flushed !== undefined) mark(rep.flushed, "#6a1b9a", "FL", 76, "flushed");
+      mark(rep.hw, "#c62828", rep.hw > rep.leo ? "HW>LEO! HW" : "HW", 0, rep.hw > rep.leo ? "hw culprit" : "hw");
+      mark(rep.leo, "#1565c0", "LEO", 1, "leo");
+      if (rep.flushed !== undefined) mark(rep.flushed, "#6a1b9a", "FL", 2, "flushed");
       // epoch cache, ISR, remote LEOs
       const info = [];
       if (rep.epoch_cache) info.push("cache " + (rep.epoch_cache.map((c) => `e${c.epoch}@${c.start_offset}`).join(" ") || "\u00b7"));
       if (rep.isr) info.push("ISR {" + rep.isr["#set"].join(",") + "}");
       if (rep.remote_leo) info.push("remote LEO " + Object.entries(rep.remote_leo).map(([f, v]) => `${f}:${v < 0 ? "?" : v}`).join(" "));
-      info.forEach((t, k) => el(g, "text", {x: LEFT + LOGW + 10, y: y + 4 + 15 * k, "font-size": 12, fill: "#444",
-                                            class: "info"}, t));
+      info.forEach((t, k) => infos.push(el(g, "text", {x: LEFT + LOGW + 10, y: y + 4 + 15 * k, "font-size": 12,
+                                                        fill: "#444", class: "info"}, t)));
     });
-    // messages in flight: arrows in the gutter between the lanes
+    const infoRight = Math.max(0, ...infos.map(right));
+    for (const [t, width] of fits) cut(t, width);
+    // messages in flight: arrows in the gutter between the lanes, a column each with its fields one a line
+    const GUTTER = Math.max(LEFT + LOGW + 250, infoRight + 40);
     const laneY = (r) => TOP + D.replicas.indexOf(r) * LANE + 14;
-    Object.entries(cur.state.inflight).forEach(([f, msg], k) => {
+    let W = GUTTER + 200, H = TOP + LANE * D.replicas.length - 20, column = GUTTER;
+    Object.entries(cur.state.inflight).forEach(([f, msg]) => {   // (one follower's message at most: one layout)
       const follower = f, leader = msg.leader;
       const request = msg.type === "Fetch" || msg.type === "OffsetsForLeaderEpoch";
       const [src, dst] = request ? [follower, leader] : [leader, follower];
-      const x = GUTTER + 20 + k * 36, y1 = laneY(src), y2 = laneY(dst);
+      const x = column + 20, y1 = laneY(src), y2 = laneY(dst), mid = (y1 + y2) / 2;
       const bend = y1 === y2 ? 30 : 0;
-      el(svg, "path", {d: `M${x - 30},${y1} C${x + 10},${y1 - bend} ${x + 10},${y2 + bend} ${x - 30},${y2 + (y1 === y2 ? 0 : 0)}`,
+      el(svg, "path", {d: `M${x - 30},${y1} C${x + 10},${y1 - bend} ${x + 10},${y2 + bend} ${x - 30},${y2}`,
                        fill: "none", stroke: "#ef6c00", "stroke-width": 2.2, "marker-end": "url(#arrow)",
                        class: "message", "data-type": msg.type});
-      const fields = Object.entries(msg).filter(([k2]) => k2 !== "type" && k2 !== "leader")
-        .map(([k2, v]) => `${k2}=${Array.isArray(v) ? v.map((e) => `#${e.record}@e${e.epoch}`).join(",") || "[]" : v}`);
-      el(svg, "text", {x: x + 12, y: (y1 + y2) / 2 - 4, "font-size": 11, fill: "#bf360c"}, `${msg.type} ${src}\u2192${dst}`);
-      el(svg, "text", {x: x + 12, y: (y1 + y2) / 2 + 10, "font-size": 10, fill: "#6d4c41"}, fields.join(" "));
+      const lines = [el(svg, "text", {x: x + 12, y: mid - 4, "font-size": 11, fill: "#bf360c"}, `${msg.type} ${src}\u2192${dst}`)];
+      Object.entries(msg).filter(([k]) => k !== "type" && k !== "leader").forEach(([k, v], n) =>
+        lines.push(el(svg, "text", {x: x + 12, y: mid + 10 + 13 * n, "font-size": 10, fill: "#6d4c41"}, `${k}=${show(v)}`)));
+      column = Math.max(...lines.map(right)) + 16;
+      W = Math.max(W, column);
+      H = Math.max(H, mid + 10 + 13 * (lines.length - 2) + 8);
     });
     if (!Object.keys(cur.state.inflight).length)
       el(svg, "text", {x: GUTTER, y: TOP, "font-size": 11, fill: "#aaa"}, "no message in flight");
+    H += 6;
+    for (const b of backgrounds) b.setAttribute("width", W - 4);
+    svg.setAttribute("viewBox", `0 0 ${W} ${H}`);
+    svg.setAttribute("width", W);
+    svg.setAttribute("height", H);
   }
 
   // the cells that break an invariant at this step ("r0:2": replica r0, offset 2), as the spec names them
@@ -341,9 +380,12 @@ JS = r"""
   }
 
   // ---------------------------------------------------------------- the space-time diagram
-  const COL = 64, TL_LEFT = 60, TL_TOP = 34, TL_LANE = 44;
+  // a column per step, as wide as the box allows between 28 and 64 pixels; the box scrolls beyond
+  const TL_LEFT = 60, TL_TOP = 34, TL_LANE = 44;
+  let room = 0;                   // the width of the diagram's box, measured on load and resize
   function drawTimeline() {
-    const svg = $("timeline");
+    const svg = $("timeline"), box = svg.parentElement;
+    const COL = Math.max(28, Math.min(64, Math.floor((room - 2 - TL_LEFT - 20) / (N + 1))));
     svg.innerHTML = "";
     const W = TL_LEFT + (N + 1) * COL + 20, H = TL_TOP + TL_LANE * D.replicas.length + 10;
     svg.setAttribute("viewBox", `0 0 ${W} ${H}`);
@@ -394,7 +436,16 @@ JS = r"""
       if (D.states[i].broken.length)
         el(svg, "text", {x: colX(i), y: H - 4, "font-size": 13, "text-anchor": "middle", fill: "#c62828"}, "\u2717");
     }
+    // the step shown stays in sight when the diagram is wider than its box
+    if (W > room && (colX(step) - COL < box.scrollLeft || colX(step) + COL > box.scrollLeft + room))
+      box.scrollLeft = colX(step) - room / 2;
   }
+  // redrawn when its box changes width (the window, a scrollbar coming or going)
+  new ResizeObserver(() => {
+    const w = $("timeline").parentElement.clientWidth;
+    if (w !== room) { room = w; drawTimeline(); }
+  }).observe($("timeline").parentElement);
+  room = $("timeline").parentElement.clientWidth;
 
   // ---------------------------------------------------------------- caption and violation
   function drawCaption() {

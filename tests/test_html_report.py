@@ -10,6 +10,9 @@ import json
 import os
 from pathlib import Path
 
+from hwcheck.checker.trace import load_itf, replay
+from hwcheck.cli.html import render_html
+
 from .conftest import ROOT, run_cli
 
 SCREENSHOT = ROOT / "docs" / "img" / "report-hw-data-loss.png"
@@ -136,6 +139,87 @@ def test_a_divergence_outlines_the_cells_that_disagree(tmp_path, browser_page):
     expected = {(str(offset), str(r["log"][offset]["record"]), str(r["log"][offset]["epoch"]))
                 for r in last["replicas"].values()}
     assert cells == expected and len(expected) == 2          # the same offset, two different entries
+    assert page.errors == []
+
+
+# Every label of the page at the step shown, or at every step (everySteps): its box (an SVG text, or a line of an HTML text), the
+# part of it in sight when the drawing scrolls sideways in its own box (.scroll), and what is wrong:
+# two labels that intersect, a label outside the window (not in a scrolling box), a label cut by
+# the edge of its drawing, a page wider than the window.
+LABEL_FAULTS = r"""(everyStep) => {
+  const faults = [], vw = document.documentElement.clientWidth;
+  if (document.documentElement.scrollWidth > vw) faults.push(`the page is ${document.documentElement.scrollWidth} px wide`);
+  const key = (k) => document.dispatchEvent(new KeyboardEvent("keydown", {key: k, bubbles: true}));
+  if (everyStep) key("Home");
+  for (let step = Number(document.body.dataset.step); ; step++) {
+    const boxes = [];
+    for (const t of document.querySelectorAll("svg text")) {
+      const r = t.getBoundingClientRect(), s = t.ownerSVGElement.getBoundingClientRect();
+      if (r.left < s.left - 0.5 || r.right > s.right + 0.5 || r.top < s.top - 0.5 || r.bottom > s.bottom + 0.5)
+        faults.push(`step ${step}: "${t.textContent}" cut by its drawing's edge`);
+      if (t.textContent.includes("[object")) faults.push(`step ${step}: "${t.textContent}"`);
+      const box = t.closest(".scroll");
+      if (!box) { boxes.push([r, t.textContent]); continue; }
+      const c = box.getBoundingClientRect(), left = Math.max(r.left, c.left), right = Math.min(r.right, c.right);
+      if (right > left) boxes.push([new DOMRect(left, r.top, right - left, r.height), t.textContent]);
+    }
+    const walk = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+    for (let n; (n = walk.nextNode());) {
+      const p = n.parentElement;
+      if (!n.textContent.trim() || p.closest("svg, script") || !p.getClientRects().length) continue;
+      const range = document.createRange();
+      range.selectNodeContents(n);
+      for (const r of range.getClientRects()) if (r.width > 0) boxes.push([r, n.textContent.trim()]);
+    }
+    for (const [r, text] of boxes)
+      if (r.left < -0.5 || r.right > vw + 0.5) faults.push(`step ${step}: "${text}" outside the window`);
+    for (let i = 0; i < boxes.length; i++)
+      for (let j = i + 1; j < boxes.length; j++) {
+        const [a, ta] = boxes[i], [b, tb] = boxes[j];
+        if (Math.min(a.right, b.right) - Math.max(a.left, b.left) > 0.5 && Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top) > 0.5)
+          faults.push(`step ${step}: "${ta}" overlaps "${tb}"`);
+      }
+    if (document.body.dataset.step !== String(step)) throw new Error("lost step " + step);
+    if (!everyStep || document.body.dataset.step === document.getElementById("slider").max) break;
+    key("ArrowRight");
+  }
+  return [...new Set(faults)];
+}"""
+
+
+def _page(tmp_path, name: str) -> str:
+    """The report of a curated trace, made in this process (no CLI to start), as a file: address."""
+    trace = CX / f"{name}.itf.json"
+    done = replay(load_itf(trace.read_text()))
+    out = tmp_path / f"{name}.html"
+    out.write_text(render_html(done.model, done.trace, trace.name, done.trace.invariant))
+    return out.as_uri()
+
+
+def _label_faults(page, width: int, every_step: bool) -> list:
+    page.set_viewport_size({"width": width, "height": 900})
+    page.evaluate("new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))")
+    return page.evaluate(LABEL_FAULTS, every_step)
+
+
+def test_no_two_labels_overlap_at_any_width(tmp_path, browser_page):
+    """The 2-replica trace with the longest logs and steps (a truncating follower, OffsetsForLeaderEpoch
+    and its response) and the 3-replica loss, from a phone's width to a wide screen: no label
+    intersects another, none leaves the window (the drawings scroll sideways in their own box), none
+    is cut off. Every step at 360 px (the most wrapping) and 1920 px (the whole drawing in sight),
+    the step the page opens at in between (the drawings' labels do not move with the width)."""
+    page = browser_page
+    for name in ("kip101-divergence-kafka-6361", "kafka19522-3-replicas-crash-and-power-failure-loss"):
+        page.goto(_page(tmp_path, name))
+        for width in (800, 1280, 360, 1920):
+            faults = _label_faults(page, width, every_step=width in (360, 1920))
+            assert faults == [], f"{name} at {width} px: {faults[:8]}"
+    # a FetchResponse with a diverging epoch (a field that is an object), one field a line
+    page.goto(_page(tmp_path, "kafka10554-kafka-13141-loss") + "#step=8")
+    assert page.locator("#lanes path.message").get_attribute("data-type") == "FetchResponse"
+    assert "diverging_epoch={epoch=0 end_offset=0}" in page.locator("#lanes").text_content()
+    for width in (360, 1920):
+        assert _label_faults(page, width, every_step=False) == [], width
     assert page.errors == []
 
 

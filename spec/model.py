@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from typing import Callable, Iterator, List, Optional, Tuple
+from typing import Callable, Iterator, List, Optional, Sequence, Tuple
 
 from .actions import (ACTIONS, DISK_ONLY, EPOCH_ONLY, EVENTS, FENCE_ELECTS_ONLY, OLD_RESPONSE_ONLY, POWER_ONLY, Rules,
                       dated, initial_state)
 from .config import Config, ConfigError
-from . import render, renaming
+from . import render, renaming, story
 from .invariants import broken_cells, invariants_for, why_broken
 from .liveness import FAIR_ACTIONS, LIVENESS
 from .modes import Mode
@@ -104,6 +104,13 @@ class Model:
         """One line naming the record, offset or replica that breaks the invariant ``name`` in ``s``
         (None while it holds): spec/invariants.py ``why_broken``."""
         return why_broken(dict(self.invariants)[name], s)
+
+    def story(self, states: Sequence[State], labels: Sequence[Label], names: Sequence[str]) -> List[str]:
+        """How the invariants ``names``, broken in the last of ``states``, came to break: a few lines,
+        one per step that matters, citing the mode's rules (spec/story.py)."""
+        preds = dict(self.invariants)
+        return story.tell(self.rules.mode, self.cfg.acks, states, labels,
+                          [preds[name] for name in names if name in preds])
 
     def broken_cells(self, s: State, name: str) -> List[Tuple[int, int]]:
         """The log cells (replica, offset) at fault for the invariant ``name`` in ``s``."""

@@ -32,6 +32,9 @@ META_KEY = "hwcheck.json"
 _NUM = {"type": "number", "minimum": 0}
 _INT = {"type": "integer", "minimum": 0}
 _STR_OR_NULL = {"type": ["string", "null"]}
+_STORY = {"type": "array", "items": {"type": "string"},
+          "description": "how the violation came about, one line per step that matters (spec/story.py); "
+                         "design models only"}
 
 SCHEMA = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -78,7 +81,8 @@ SCHEMA = {
                     "type": "object", "required": ["invariant", "steps", "trace"],
                     "properties": {"invariant": {"type": "string"}, "steps": _INT,
                                    "trace": {**_STR_OR_NULL, "description": "the file written; null when the "
-                                             "write failed (the verdict and exit code stand)"}},
+                                             "write failed (the verdict and exit code stand)"},
+                                   "story": _STORY},
                     "additionalProperties": False}},
             },
         },
@@ -98,6 +102,8 @@ SCHEMA = {
                     "properties": {"step": _INT, "invariant": {"type": "string"}}}},
                 "verdict": {"enum": ["replays", "no-longer-breaks", "differential"]},
                 "html": _STR_OR_NULL,
+                "story": {**_STORY, "description": "how the invariants broken in the last state came to break "
+                                                   "(spec/story.py); design models only"},
                 "differential": {
                     "type": "object",
                     "required": ["mode", "parted_at", "parted_how", "refused_at", "refused_why", "breaks"],
@@ -204,7 +210,8 @@ SCHEMA = {
                                    "steps": {**_INT, "description": "after shrinking"},
                                    "shrink_note": {"type": "string"},
                                    "trace": {**_STR_OR_NULL, "description": "the file written; null when the "
-                                             "write failed"}},
+                                             "write failed"},
+                                   "story": _STORY},
                     "additionalProperties": False}},
             },
         },
@@ -276,6 +283,13 @@ def mode_doc(m, variant: bool = False) -> dict:
         out["differences"] = [{"rule": name, "base": _rule_json(old), "variant": _rule_json(new)}
                               for name, old, new in variants.differences(m, base)]
     return out
+
+
+def story(model, trace, names) -> dict:
+    """``{"story": [...]}``: how the invariants ``names`` came to break in ``trace`` (``Model.story``);
+    {} for a model that tells none (the Kafka TLA+ family)."""
+    tell = getattr(model, "story", None)
+    return {} if tell is None else {"story": tell(trace.states, trace.labels, list(names))}
 
 
 def simulate_figures(result) -> dict:

@@ -159,9 +159,10 @@ def trace_table(model, trace, violated: Optional[Sequence[str]] = None, width: O
     """One row per step: the action, what clients saw (``ack #0 at 0``: record 0 acknowledged at
     offset 0; ``read #0 at 0``: exposed to consumers), each replica,
     the controller; a cell the step changed starts with ``*`` (as the TLA+ Toolbox marks changed
-    variables); the last row names the broken invariant(s) and the lines under the table what
-    breaks each. Legend: L<e>/F<e> leader/follower at epoch e (T: truncating), rec@epoch log
-    entries, rl remote LEOs (? unknown), ec epoch cache epoch:start.
+    variables); the last row names the broken invariant(s), the lines under the table what
+    breaks each and, under ``story:``, how it came about (``Model.story``). Legend: L<e>/F<e>
+    leader/follower at epoch e (T: truncating), rec@epoch log entries, rl remote LEOs (? unknown),
+    ec epoch cache epoch:start.
 
     ``width`` (a terminal's columns): a wider table first leaves out the LEO (the log shows it),
     per replica the fields no step changes and the replicas no step changes (said under the table);
@@ -214,8 +215,13 @@ def trace_table(model, trace, violated: Optional[Sequence[str]] = None, width: O
             why = model.why_broken(trace.states[-1], name)
             if why:
                 under.append(f"{name}: {why}")
+    # and how it came about, step by step (spec/story.py)
+    told = model.story(trace.states, trace.labels, [name for name in violated or () if name in checked])
+    if told:
+        under += ["story:"] + ["  " + line for line in told]
     if width is not None:       # the lines under the table (never its rows) wrap at the terminal's width
-        under = [part for line in under for part in textwrap.wrap(line, width, subsequent_indent="  ")]
+        under = [part for line in under for part in
+                 textwrap.wrap(line, width, subsequent_indent=" " * (len(line) - len(line.lstrip()) + 2))]
     return "\n".join(lines + under)
 
 

@@ -96,7 +96,8 @@ def replay(trace_file, other_mode, mode_file, html, force, quiet, verbose, focus
     stays = claimed is None or claimed in done.violated
     jsonout.note(trace=str(trace_file), settings=jsonout.settings(model), steps=done.trace.steps, claimed=claimed,
                  broken=done.violated, first_broken=[{"step": i, "invariant": name} for i, name in breaks],
-                 verdict="replays" if stays else "no-longer-breaks", html=None if html is None else str(html))
+                 verdict="replays" if stays else "no-longer-breaks", html=None if html is None else str(html),
+                 **jsonout.story(model, done.trace, done.violated))
     click.echo(f"hwcheck replay: {trace_file}: {settings_line(model.cfg)}")
     if not quiet:
         click.echo(trace_table(model, done.trace, done.violated))

@@ -136,7 +136,7 @@ def simulate(seed, runs, depth, time_limit, swarm, only, confirm_states, workers
     jsonout.note(verdict="violated", violation={
         "invariant": trace.invariant, "walk": result.walk_index, "found_after_s": round(result.found_after, 3),
         "walk_steps": result.original_steps, "steps": trace.steps, "shrink_note": result.shrink_note,
-        "trace": str(path) if written else None})
+        "trace": str(path) if written else None, **jsonout.story(model, trace, [trace.invariant])})
     if html is not None and write_after_run(html, render_html(model, trace, path.name), "the report"):
         click.echo(f"html: {html}")
     _coverage(result)

@@ -269,7 +269,8 @@ def render_search(checked: CheckResult, out, quiet: bool, guess=None, auto_check
         path = out if (out is not None and i == 0) else free_default_path(model.cfg, trace.invariant)
         written = write_trace(path, variants.stamp(to_itf(model, trace, result.engine), model.cfg))
         jsonout.note(violation={"invariant": trace.invariant, "steps": trace.steps,
-                                "trace": str(path) if written else None})
+                                "trace": str(path) if written else None,
+                                **jsonout.story(model, trace, [trace.invariant])})
     click.echo(f"figures: {figures_line(result)}")
     if cut:
         found = ", ".join(t.invariant for t in result.violations)
@@ -312,7 +313,8 @@ def render_z3(checked: CheckResult, out, quiet: bool, solved):
         click.echo(trace_table(model, trace, [trace.invariant]))
     path = out if out is not None else free_default_path(model.cfg, trace.invariant)
     written = write_trace(path, variants.stamp(to_itf(model, trace, engine="z3"), model.cfg))
-    jsonout.note(violation={"invariant": trace.invariant, "steps": trace.steps, "trace": str(path) if written else None})
+    jsonout.note(violation={"invariant": trace.invariant, "steps": trace.steps, "trace": str(path) if written else None,
+                            **jsonout.story(model, trace, [trace.invariant])})
     click.echo(f"figures: z3 BMC, {result.depth + 1} depths solved in {result.elapsed:.1f} s")
     raise click.exceptions.Exit(EXIT_VIOLATION)
 

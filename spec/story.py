@@ -138,8 +138,9 @@ class Teller:
     def promise(self, record: int, offset: int, acked: bool) -> Optional[Event]:
         """The step where ``record`` was acknowledged at ``offset`` (``acked``), or exposed there."""
         def acks(b, a):
-            return a.history.acked[record] == offset != (b.history.acked[record] if record < len(b.history.acked)
-                                                          else UNDEFINED)
+            def at(s):
+                return s.history.acked[record] if record < len(s.history.acked) else UNDEFINED
+            return at(a) == offset != at(b)
 
         def reads(b, a):
             return len(b.history.exposed) <= offset < len(a.history.exposed) and a.history.exposed[offset] == record
@@ -148,7 +149,7 @@ class Teller:
             return None
         i = found[0]
         before, after = self.states[i - 1], self.states[i]
-        now_acked, now_read = record < len(after.history.acked) and acks(before, after), reads(before, after)
+        now_acked, now_read = acks(before, after), reads(before, after)
         r = _actor(before, after, self.labels[i - 1])
         rep = after.replicas[r]
         what = f"{'acknowledges' if now_acked else 'exposes'} record {record} at offset {offset}"

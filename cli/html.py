@@ -7,8 +7,9 @@ flight as arrows between lanes; the controller and the producer's acknowledgemen
 space-time diagram of the whole trace (a lane per replica, each message an arrow from the step
 that sent it to the step that handled it); the step's action as a caption; buttons, a slider
 and keys (left/right, Home/End) to move; and the broken invariant highlighted from the step
-where it breaks. No two labels overlap at any width: a row per marker label, a column per
-message, and the drawings scroll sideways in their own box rather than widen the page.
+where it breaks, with the story of how it came about (spec/story.py), a line per step to click. No
+two labels overlap at any width: a row per marker label, a column per message, and the drawings
+scroll sideways in their own box rather than widen the page.
 
 >>> from hwcheck.spec import Config, Model
 >>> from hwcheck.checker.result import Trace
@@ -110,6 +111,9 @@ def report_data(model, trace, source: str, claimed: Optional[str] = None) -> dic
         "invariants": invariant_texts(model),
         "messages": messages(model, trace),
         "states": states,
+        # how the invariants broken at the end came to break (spec/story.py), in the violation banner
+        "story": model.story(trace.states, trace.labels, model.violated(trace.states[-1]))
+        if hasattr(model, "story") and trace.states else [],
     }
 
 
@@ -189,6 +193,7 @@ svg text{font-family:ui-monospace,Menlo,Consolas,monospace}
 .broken-lane{fill:#fff0f0}
 #steps{font-family:monospace;font-size:13px;columns:3 22em;margin:.3em 0}#steps li{cursor:pointer;padding:0 .3em;break-inside:avoid}
 #steps li.current{background:#e3ecff;font-weight:bold}#steps li.breaks{color:#c62828}#violation .why{font-weight:600}
+#violation .story{font-weight:normal;margin:.3em 0 0;padding-left:1.2em;list-style:none}#violation .story li{cursor:pointer}
 """
 
 JS = r"""
@@ -475,6 +480,18 @@ JS = r"""
         v.appendChild(why);
       }
       v.appendChild(doc);
+    }
+    if (D.story.length) {           // how it came about: a line per step that matters, each a link to it
+      const story = document.createElement("ol");
+      story.className = "story";
+      story.title = "how it came about";
+      for (const t of D.story) {
+        const li = document.createElement("li");
+        li.textContent = t;
+        li.onclick = () => go(+t.match(/^step (\d+)/)[1]);
+        story.appendChild(li);
+      }
+      v.appendChild(story);
     }
     document.body.dataset.broken = st.broken.join(",");
   }

@@ -25,6 +25,7 @@ step 10-11: r1 becomes leader at epoch 1 (controlled_shutdown_leader(r0,r1); in 
 
 from __future__ import annotations
 
+import re
 from typing import Callable, List, NamedTuple, Optional, Sequence, Tuple
 
 from .invariants import (BREACHES, divergences, fenced_leaders, hws_beyond_leo, lost_records, replaced_reads,
@@ -46,6 +47,7 @@ RULE_SOURCES = {
     "elect_elr": ("electAnyLeader",),                                       # KIP-966
     "same_epoch": ("BrokerChange",),                                        # a bounce the controller missed
     "isr_join": ("updateFollowerFetchState", "maybeExpandIsr"),             # a follower joins the ISR
+    "unclean_registration": ("registerBroker",),                            # KIP-966: leaves the ELR
 }
 
 TRUNCATIONS = ("become_follower", "follower_handle_epoch_response", "follower_handle_fetch",
@@ -95,7 +97,10 @@ def cite(mode: Mode, *kinds: str) -> str:
         c = rule(mode, kind)
         if c is not None:
             owner = next(m.name for m in lineage(mode) if c in m.changes)
-            text = f" (rule of {owner}, {c.ref.strip('()')}: {c.rule.split('; ')[0]}; {c.source})"
+            source = c.source
+            while re.search(r" \([^()]*\)", source):         # the source's remarks in parentheses are left out
+                source = re.sub(r" \([^()]*\)", "", source)
+            text = f" (rule of {owner}, {c.ref.strip('()')}: {c.rule.split('; ')[0]}; {source})"
             if text not in out:
                 out.append(text)
     return "".join(out)
@@ -277,23 +282,58 @@ class Teller:
         return Event(i, i, replica_name(r), f"joins the ISR ({self.label(i)}) without record {record} at offset "
                                             f"{offset}" + cite(self.mode, "isr_join"))
 
+    def election(self, r: int) -> Tuple[Optional[int], Optional[int]]:
+        """(the step where the controller named r leader at the last epoch, the step where r took
+        office); either None when the trace has none (named before the trace, or never in office)."""
+        epoch = self.states[-1].controller.epoch
+        took = [i for i in range(1, len(self.states)) if self.labels[i - 1] == ("become_leader", r)]
+        named = self.steps(lambda b, a: (a.controller.leader, a.controller.epoch) == (r, epoch) !=
+                           (b.controller.leader, b.controller.epoch))
+        took = took[-1] if took else None
+        named = [i for i in named if took is None or i <= took]
+        return (named[-1] if named else None), took
+
+    def passed_over(self, r: int, offset: int, record: int) -> List[Event]:
+        """The replicas that held ``record`` at ``offset`` when r was elected without it, and had
+        left the ISR (and the ELR) by then: the step each left."""
+        named, _ = self.election(r)
+        if named is None:
+            return []
+        before = self.states[named - 1]
+        c = before.controller
+        events = []
+        for x, rep in enumerate(before.replicas):
+            held = _entry(rep, offset)
+            if x == r or held is None or held[0] != record or c.isr >> x & 1 or (self.mode.elr and c.elr >> x & 1):
+                continue
+
+            def eligible(s):
+                return s.controller.isr >> x & 1 or (self.mode.elr and s.controller.elr >> x & 1)
+            left = self.steps(lambda b, a: eligible(b) and not eligible(a))
+            left = [i for i in left if i < named]
+            if left:
+                i = left[-1]
+                was = "ISR" if self.states[i - 1].controller.isr >> x & 1 else "ELR"
+                rule_text = cite(self.mode, "unclean_registration") if was == "ELR" else ""
+                had = (_entry(self.states[i].replicas[x], offset) or (None,))[0] == record
+                events.append(Event(i, i, replica_name(x), f"leaves the {was}"
+                                    + (f" holding record {record} at offset {offset}" if had else "")
+                                    + f" ({self.label(i)})" + rule_text))
+        return events
+
     def office(self, r: int, tail: str) -> Optional[Event]:
         """The election that put r, the leader in office at the end, in office, and its taking office."""
         epoch = self.states[-1].controller.epoch
-        took = [i for i in range(1, len(self.states)) if self.labels[i - 1] == ("become_leader", r)]
-        if not took:
+        named, took = self.election(r)
+        if took is None:
             return None
-        took = took[-1]
-        named = [i for i in self.steps(lambda b, a: (a.controller.leader, a.controller.epoch) == (r, epoch) !=
-                                       (b.controller.leader, b.controller.epoch)) if i <= took]
         who = f"{replica_name(r)} becomes leader at epoch {epoch}"
-        if not named:
-            how = f"named by the controller before"
+        if named is None:
+            how = "named by the controller before"
             restarted = [i for i in range(1, took) if self.labels[i - 1] == ("restart", r)]
             if restarted:
                 how += f", which never saw its restart at step {restarted[-1]}" + cite(self.mode, "same_epoch")
             return Event(took, took, who, f"({how})", tail)
-        named = named[-1]
         c = self.states[named - 1].controller
         rule_text = ""
         if c.isr >> r & 1:
@@ -321,7 +361,7 @@ class Teller:
             there += f", never having held record {record}"
         tail = f" with {there}: record {record}, acknowledged at offset {offset}, is gone"
         return [promised, *self.cell(leader, offset, since), self.isr_join(leader, offset, record, since),
-                self.office(leader, tail)]
+                *self.passed_over(leader, offset, record), self.office(leader, tail)]
 
     def replaced(self, r: int, offset: int) -> List[Event]:
         last = self.states[-1]
@@ -332,7 +372,8 @@ class Teller:
         events = [promised, *self.cell(r, offset, since)]
         if last.replicas[r].role == LEADER:
             tail = f" serving record {held[0]} at offset {offset}, where consumers could read record {record}"
-            return events + [self.isr_join(r, offset, record, since), self.office(r, tail)]
+            return events + [self.isr_join(r, offset, record, since), *self.passed_over(r, offset, record),
+                             self.office(r, tail)]
         return events + [self.hw_rise(r, offset)]
 
     def divergence(self, a: int, b: int, offset: int) -> List[Event]:

@@ -170,9 +170,11 @@ def test_json_document_of_a_violation_and_of_a_run_without_one(tmp_path):
     doc = json.loads(found.stdout)
     jsonschema.validate(doc, SCHEMA)
     assert (doc["exit_code"], doc["verdict"], doc["seed"], doc["seed_random"]) == (1, "violated", 3, False)
+    story = doc["violations"][0].pop("story")      # how it came about (tests/test_story.py)
     assert doc["violations"] == [{"invariant": "NoCommittedDataLoss", "walk": 55, "walk_steps": 16, "steps": 5,
                                   "found_after_s": doc["violations"][0]["found_after_s"],
                                   "shrink_note": doc["violations"][0]["shrink_note"], "trace": str(out)}]
+    assert story and story[-1].endswith("is gone")
     none = json.loads(run_cli_here("simulate", "--mode", "epoch", "--records", "1", "--runs", "20", "--depth", "8",
                                    "--workers", "1", "--json").stdout)
     jsonschema.validate(none, SCHEMA)

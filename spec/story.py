@@ -322,18 +322,19 @@ class Teller:
         return events
 
     def office(self, r: int, tail: str) -> Optional[Event]:
-        """The election that put r, the leader in office at the end, in office, and its taking office."""
+        """The election that put r, the leader in office at the end, in office, and its taking
+        office; a return to office after a restart the controller never saw is told at its step."""
         epoch = self.states[-1].controller.epoch
         named, took = self.election(r)
         if took is None:
             return None
-        who = f"{replica_name(r)} becomes leader at epoch {epoch}"
-        if named is None:
-            how = "named by the controller before"
-            restarted = [i for i in range(1, took) if self.labels[i - 1] == ("restart", r)]
+        restarted = [i for i in range(named or 1, took) if self.labels[i - 1] == ("restart", r)]
+        if named is None or restarted:
+            how = "named in the initial state" if named is None else \
+                f"named at step {named}, {self.label(named)}"
             if restarted:
-                how += f", which never saw its restart at step {restarted[-1]}" + cite(self.mode, "same_epoch")
-            return Event(took, took, who, f"({how})", tail)
+                how += f"; the controller never saw its restart at step {restarted[-1]}" + cite(self.mode, "same_epoch")
+            return Event(took, took, f"{replica_name(r)} takes office at epoch {epoch}", f"({how})", tail)
         c = self.states[named - 1].controller
         rule_text = ""
         if c.isr >> r & 1:
@@ -344,7 +345,8 @@ class Teller:
             why, rule_text = "ISR and ELR empty, the last known leader", cite(self.mode, "elect_elr")
         else:
             why = f"not in the ISR {_names(c.isr, self.n)}: an unclean election"
-        return Event(named, took, who, f"({self.label(named)}; {why}){rule_text}", tail)
+        return Event(named, took, f"{replica_name(r)} becomes leader at epoch {epoch}",
+                     f"({self.label(named)}; {why}){rule_text}", tail)
 
     # ------------------------------------------------------------ per invariant
     def loss(self, leader: int, offset: int) -> List[Event]:

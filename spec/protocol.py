@@ -29,7 +29,9 @@ does without it where said):
   without them);
 - ``narrowed(s)``: the model with its budgets cut to what the path to ``s`` used (checker/shrink.py
   confirms a shrunk trace by a bfs of it first; without it, only of the model as it is);
-- ``itf_vars``: the names of the ITF variables (checker/trace.py; the design model's by default).
+- ``itf_vars``: the names of the ITF variables (checker/trace.py; the design model's by default);
+- ``story(states, labels, names)``: how the invariants ``names``, broken in the last state, came to
+  break, a few lines (under a trace table, in ``--json`` and the HTML report; none without it).
 
 >>> from hwcheck.spec import Config, Model as DesignModel
 >>> from hwcheck.spec import kafka_tla
@@ -46,7 +48,7 @@ from typing import Any, Callable, Iterator, List, Optional, Protocol, Tuple, run
 Label = Tuple          # (action name, arguments...)
 
 OPTIONAL = ("rename", "symmetry_keys", "summary", "liveness", "fair_actions", "action_names", "events", "narrowed",
-            "itf_vars")
+            "itf_vars", "story")
 
 
 @runtime_checkable

@@ -109,7 +109,7 @@ class Model:
         """How the invariants ``names``, broken in the last of ``states``, came to break: a few lines,
         one per step that matters, citing the mode's rules (spec/story.py)."""
         preds = dict(self.invariants)
-        return story.tell(self.rules.mode, self.cfg.acks, states, labels,
+        return story.tell(self.rules.mode, self.cfg, states, labels,
                           [preds[name] for name in names if name in preds])
 
     def broken_cells(self, s: State, name: str) -> List[Tuple[int, int]]:

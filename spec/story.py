@@ -127,8 +127,8 @@ def _actor(before: State, after: State, label: Label) -> int:
 class Teller:
     """The story of one trace under one mode (``tell``)."""
 
-    def __init__(self, mode: Mode, acks: str, states: Sequence[State], labels: Sequence[Label]):
-        self.mode, self.acks, self.states, self.labels = mode, acks, list(states), list(labels)
+    def __init__(self, mode: Mode, cfg, states: Sequence[State], labels: Sequence[Label]):
+        self.mode, self.cfg, self.states, self.labels = mode, cfg, list(states), list(labels)
         self.n = len(states[0].replicas)
 
     def label(self, i: int) -> str:
@@ -159,7 +159,7 @@ class Teller:
         rep = after.replicas[r]
         what = f"{'acknowledges' if now_acked else 'exposes'} record {record} at offset {offset}"
         what += " and exposes it to consumers" if now_acked and now_read else " to consumers" if now_read else ""
-        how = "acks=1: on its append; " if now_acked and self.acks == "1" else ""
+        how = "acks=1: on its append; " if now_acked and self.cfg.acks == "1" else ""
         return Event(i, i, f"{replica_name(r)} (leader, epoch {rep.leader_epoch})",
                      f"{what} ({how}HW {rep.hw}; ISR {_names(rep.isr, self.n)})")
 
@@ -316,9 +316,14 @@ class Teller:
                 was = "ISR" if self.states[i - 1].controller.isr >> x & 1 else "ELR"
                 rule_text = cite(self.mode, "unclean_registration") if was == "ELR" else ""
                 had = (_entry(self.states[i].replicas[x], offset) or (None,))[0] == record
+                isr = self.states[i].controller.isr
+                below = len(members(isr, self.n)) < self.cfg.min_isr
                 events.append(Event(i, i, replica_name(x), f"leaves the {was}"
                                     + (f" holding record {record} at offset {offset}" if had else "")
-                                    + f" ({self.label(i)})" + rule_text))
+                                    + f" ({self.label(i)}"
+                                    + (f"; ISR now {_names(isr, self.n)}" if was == "ISR" else "")
+                                    + (f", below min.insync.replicas {self.cfg.min_isr}" if was == "ISR" and below
+                                       else "") + ")" + rule_text))
         return events
 
     def office(self, r: int, tail: str) -> Optional[Event]:
@@ -409,13 +414,14 @@ class Teller:
         return events
 
 
-def tell(mode: Mode, acks: str, states: Sequence[State], labels: Sequence[Label],
+def tell(mode: Mode, cfg, states: Sequence[State], labels: Sequence[Label],
          preds: Sequence[Callable[[State], bool]]) -> List[str]:
-    """The story of the broken predicates ``preds`` in the trace's last state, one line per step
-    that matters (the steps of one subject in one line), in step order."""
+    """The story of the broken predicates ``preds`` in the trace's last state under ``mode`` and
+    the run's Config ``cfg`` (its acks and min.insync.replicas), one line per step that matters
+    (the steps of one subject in one line), in step order."""
     if not states:
         return []
-    teller, last = Teller(mode, acks, states, labels), states[-1]
+    teller, last = Teller(mode, cfg, states, labels), states[-1]
     events: List[Event] = []
     for pred in preds:
         find = BREACHES.get(pred)

@@ -426,7 +426,6 @@ def without_elr(mode: Mode) -> Optional[Mode]:
                                         "@4.0.0"),))
 
 
-
 # the rules a KRaft controller and a KRaft broker's metadata path set, as ZooKeeper's releases have them
 # (the fetcher, Partition, the log and the epoch cache are one code on both: their rules carry over)
 ZOOKEEPER_RULES: Mapping[str, bool] = {"broker_epochs": False, "isr_removal_bumps_epoch": True,
@@ -471,6 +470,7 @@ def zookeeper(mode: Mode) -> Optional[Mode]:
 # modes derived from the ladder that it does not hold (a ZooKeeper 3.7-3.9 cluster), by name: a trace
 # of one names it, so it must resolve (spec.config.resolve_mode) as the ladder's do
 DERIVED: Dict[str, Mode] = {d.name: d for d in (zookeeper(m) for m in LADDER) if d is not None and d.name not in MODES}
+
 
 NEWEST = LADDER[-1].name
 # `epoch` always names the newest mode

@@ -16,9 +16,9 @@ from .models import build_config, given, model_options, settings_line
 from .options import EXIT_INTERRUPTED, fail, knob_options
 from .replay import load_trace, with_mode_file
 
-# the options that choose the mode (--kafka and --elr where the knobs have them): with TRACE they run
-# its steps under that mode; of the other knobs none applies, the trace's own settings do
-MODE_CHOOSERS = ("mode", "kafka", "elr")
+# the options that choose the mode (--kafka, --elr and --zookeeper where the knobs have them): with TRACE
+# they run its steps under that mode; of the other knobs none applies, the trace's own settings do
+MODE_CHOOSERS = ("mode", "kafka", "elr", "zookeeper")
 WITH_TRACE = frozenset({"mode_file", "model_family", *MODE_CHOOSERS})
 
 

@@ -24,7 +24,7 @@ from typing import Optional
 import click
 
 from hwcheck.checker import variants
-from hwcheck.spec.modes import without_elr
+from hwcheck.spec.modes import without_elr, zookeeper
 from hwcheck.spec.releases import releases_of
 
 META_KEY = "hwcheck.json"
@@ -170,6 +170,8 @@ SCHEMA = {
                                        "additionalProperties": False}},
                 "without_elr": {**_STR_OR_NULL, "description": "the mode its releases follow with ELR off "
                                 "(--no-elr); null for a mode without ELR"},
+                "zookeeper": {**_STR_OR_NULL, "description": "the mode its releases follow on a ZooKeeper cluster "
+                              "(--zookeeper); null for a ZooKeeper mode or a 4.x one"},
                 "differences": {"type": "array", "description": "a variant: rules and actions unlike that mode's",
                                 "items": {"type": "object", "required": ["rule", "base", "variant"]}},
             },
@@ -276,7 +278,7 @@ def mode_doc(m, variant: bool = False) -> dict:
            "mode_file": variants.file_of(m), "varies": None,
            "releases": [{"version": r.version, "metadata": r.metadata, "elr": r.elr, "coordinate": r.coordinate}
                         for r in releases_of(m.name)],
-           "without_elr": getattr(without_elr(m), "name", None)}
+           "without_elr": getattr(without_elr(m), "name", None), "zookeeper": getattr(zookeeper(m), "name", None)}
     if variant:
         base = variants.closest(m)
         out["varies"] = base.name

@@ -15,7 +15,7 @@ from hwcheck.checker.families import DESIGN, FAMILIES, model_of
 from hwcheck.spec import Config, ConfigError, kafka_tla
 from hwcheck.spec.config import ModeName, resolve_mode
 from hwcheck.spec.kafka_tla.state import NONE, members
-from hwcheck.spec.modes import ALIASES, LADDER, without_elr
+from hwcheck.spec.modes import ALIASES, LADDER, without_elr, zookeeper as zookeeper_of
 from hwcheck.spec.releases import UnknownRelease, mode_for
 
 from . import render
@@ -28,7 +28,7 @@ DESIGN_MODES = [m.name for m in LADDER] + list(ALIASES)
 # kafka-tla modes the design model's --mode choice lacks
 OTHER_MODES = [m for m in kafka_tla.MODES if m not in DESIGN_MODES]
 DESIGN_ONLY = ("records", "crashes", "power_failures", "disk_losses", "max_epoch", "min_isr", "acks", "unclean_election",
-               "response_hw", "follower_reads", "kafka", "elr")
+               "response_hw", "follower_reads", "kafka", "elr", "zookeeper")
 TLA_ONLY = ("log_size", "max_records", "max_leader_epoch")
 
 
@@ -153,8 +153,11 @@ def design_config(knobs: dict, fail, families: bool = False) -> Config:
     family says so."""
     knobs = dict(knobs)
     path = knobs.pop("mode_file", None)
-    kafka, elr = knobs.pop("kafka", None), knobs.pop("elr", None)
+    kafka, elr, zookeeper = knobs.pop("kafka", None), knobs.pop("elr", None), bool(knobs.pop("zookeeper", None))
     ctx = click.get_current_context(silent=True)
+    if zookeeper and elr is not None:
+        fail(f"--zookeeper and --{'' if elr else 'no-'}elr do not combine: Eligible Leader Replicas are KRaft's "
+             "(4.x), and 4.0 removed ZooKeeper")
     if path is not None:
         if ctx is not None and given(ctx, "mode"):
             fail("--mode and --mode-file do not combine (the file's MODE is the mode)")
@@ -163,12 +166,14 @@ def design_config(knobs: dict, fail, families: bool = False) -> Config:
         if path is not None or (ctx is not None and given(ctx, "mode")):
             fail("--kafka picks the mode: it does not combine with --mode or --mode-file")
         try:
-            knobs["mode"], note = mode_for(kafka, elr)
+            knobs["mode"], note = mode_for(kafka, elr, zookeeper)
         except UnknownRelease as e:
             fail(f"--kafka {kafka}: {e}")
         click.echo(f"--kafka {kafka}: mode {knobs['mode']} ({note})", err=True)
     elif elr is not None:
         knobs["mode"] = _with_elr(knobs["mode"], elr, fail)
+    elif zookeeper:
+        knobs["mode"] = _with_zookeeper(knobs["mode"], fail)
     try:
         return Config(**knobs)
     except ConfigError as e:
@@ -193,6 +198,21 @@ def _with_elr(mode, elr: bool, fail):
     click.echo(f"--no-elr: {asked.name} (Kafka {asked.kafka}) with ELR off follows {off.name}'s rules (Kafka "
                f"{off.kafka})", err=True)
     return off
+
+
+def _with_zookeeper(mode, fail):
+    """--zookeeper beside --mode: a KRaft mode of 3.x runs as its ZooKeeper cluster follows it
+    (spec.modes.zookeeper), said on stderr; a ZooKeeper mode runs as it is; an ELR mode (4.x) is
+    refused in one line."""
+    asked = mode_named(mode).definition
+    if asked.elr:
+        fail(f"--zookeeper: mode {asked.name} (Kafka {asked.kafka}) has no ZooKeeper cluster (4.0 removed ZooKeeper)")
+    zk = zookeeper_of(asked)
+    if zk is None:
+        return mode
+    click.echo(f"--zookeeper: {asked.name} (Kafka {asked.kafka}) on ZooKeeper follows {zk.name}'s rules (Kafka "
+               f"{zk.kafka})", err=True)
+    return zk
 
 
 # ---------------------------------------------------------------- rendering

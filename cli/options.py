@@ -88,6 +88,9 @@ def knob_options(fn=None, *, modes=None):
                      help="Eligible Leader Replicas on or off (4.x): --no-elr runs the mode a cluster without the "
                      "feature follows (4.0's default; a 4.1+ cluster upgraded from 3.x); default: the mode's, or "
                      "with --kafka the release's"),
+        click.option("--zookeeper", "zookeeper", is_flag=True, default=None,
+                     help="a ZooKeeper cluster (3.x): with --kafka 3.6-3.9 or a KRaft --mode of those releases, run "
+                     "the mode its ZooKeeper cluster follows (the KRaft-only rules off), said on stderr"),
     ]
     return with_options(fn, options)
 

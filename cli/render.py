@@ -8,7 +8,7 @@ import textwrap
 from typing import List, Optional, Sequence, Tuple
 
 from hwcheck.checker import variants
-from hwcheck.spec.modes import without_elr
+from hwcheck.spec.modes import without_elr, zookeeper
 from hwcheck.spec.releases import releases_of
 from hwcheck.spec.render import clients_saw
 from hwcheck.spec.state import FOLLOWER, LEADER, UNDEFINED, members, replica_name
@@ -45,6 +45,11 @@ def modes_table(ladder, aliases, extra=(), width: int = 120) -> str:
         if off is not None:
             rows.append(["", "", "", "", f"with ELR off (--no-elr: 4.0's default, a 4.1+ cluster upgraded from 3.x) "
                                          f"it follows {off.name}'s rules"])
+        zk = zookeeper(mode)
+        if zk is not None:
+            rows.append(["", "", "", "", f"on a ZooKeeper cluster (--zookeeper) it follows {zk.name}'s rules"
+                                         + ("" if zk.name in {m.name for m in ladder} else
+                                            f" ({mode.name} without its KRaft-only rules)")])
         for c in mode.changes:
             rows.append(["", "", "", c.ref, f"{c.rule}\nsource: {c.source}"])
         if mode in extra:

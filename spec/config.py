@@ -27,7 +27,7 @@ a forked worker), while ``as_dict`` (ITF ``#meta``, checkpoints, ``--json``) rec
 >>> Config(mode="what-if")
 Traceback (most recent call last):
 ...
-hwcheck.spec.config.ConfigError: unknown mode 'what-if'; choose one of hw, kip101, kip279, kip320, kip380, kafka10706, kafka10554, kafka13141, kip903, kafka15583, kafka18991, kip966, kafka18991-4.0, kafka19522 (or epoch, the newest)
+hwcheck.spec.config.ConfigError: unknown mode 'what-if'; choose one of hw, kip101, kip279, kip320, kip380, kafka10706, kafka10554, kafka13141, kafka14704, kip903, kafka15583, kafka18991, kip966, kafka18991-4.0, kafka19522 (or epoch, the newest)
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ import difflib
 from dataclasses import asdict, dataclass, fields
 from typing import Optional, Tuple, Union
 
-from .modes import ALIASES as MODE_ALIASES, MODES as _MODES, Mode
+from .modes import ALIASES as MODE_ALIASES, DERIVED as _DERIVED, MODES as _MODES, Mode
 
 MODES = tuple(_MODES)      # the ladder's names
 ACKS = ("all", "1")
@@ -107,10 +107,12 @@ def resolve_mode(mode: Union[str, Mode]) -> ModeName:
 
     >>> resolve_mode("epoch"), resolve_mode("epoch").definition.kafka
     ('kafka19522', '4.1+ (KRaft)')
+    >>> resolve_mode("kafka18991-zk").definition.kafka       # spec.modes.DERIVED: 3.9.1 on ZooKeeper
+    '3.9.1 (ZooKeeper)'
     >>> resolve_mode("kip96")
     Traceback (most recent call last):
     ...
-    hwcheck.spec.config.ConfigError: unknown mode 'kip96' (did you mean kip966?); choose one of hw, kip101, kip279, kip320, kip380, kafka10706, kafka10554, kafka13141, kip903, kafka15583, kafka18991, kip966, kafka18991-4.0, kafka19522 (or epoch, the newest)
+    hwcheck.spec.config.ConfigError: unknown mode 'kip96' (did you mean kip966?); choose one of hw, kip101, kip279, kip320, kip380, kafka10706, kafka10554, kafka13141, kafka14704, kip903, kafka15583, kafka18991, kip966, kafka18991-4.0, kafka19522 (or epoch, the newest)
     """
     if isinstance(mode, ModeName):
         return mode
@@ -125,6 +127,8 @@ def resolve_mode(mode: Union[str, Mode]) -> ModeName:
     if not isinstance(mode, str):
         raise ConfigError(f"mode must be a name, got {mode!r}", setting="mode")
     name = MODE_ALIASES.get(mode, mode)
+    if name in _DERIVED:            # a mode derived from a ladder mode (spec.modes.zookeeper), as a trace names it
+        return ModeName(_DERIVED[name])
     if name not in _MODES:
         close = difflib.get_close_matches(mode, [*_MODES, *MODE_ALIASES], n=1)
         hint = f" (did you mean {close[0]}?)" if close else ""

@@ -8,7 +8,9 @@ and why. The tree branches where a fix reached two release lines apart: 3.9.1 (`
 3.9.0 plus KAFKA-18991's fix, while 4.0.0 (``kip966``) still has the bug and 4.0.1 fixes it again on
 its own line (``kafka18991-4.0``), the parent of 4.1+. ``LADDER`` lists every mode, parents first, in
 release order; ``epoch`` (``ALIASES``) names the newest mode; spec/releases.py pins exact releases
-to modes.
+to modes. Two functions derive a mode from a mode: ``without_elr`` (a 4.x cluster with the ELR
+feature off) and ``zookeeper`` (a 3.x release on a ZooKeeper cluster); each is the ladder mode with
+those rules where there is one (``same_rules``), else a variant (``DERIVED`` names those).
 
 A mode is also a small public API: a variant is ``MODES[name].variant(name=..., ...)`` with other
 rule values or other action functions (docs/variants.md; ``hwcheck verify --mode-file``).
@@ -115,7 +117,7 @@ class Mode:
     truncate_on_fetch: bool = False
     # the leader takes a diverging Fetch's offset as the follower's LEO (KAFKA-13141, 2.7.0-2.8.0)
     diverging_fetch_updates_follower: bool = False
-    # the follower applies a diverging response's HW before it truncates (KAFKA-14704, 2.7-3.4)
+    # the follower applies a diverging response's HW before it truncates (KAFKA-14704, 2.8.0-3.4.0)
     hw_before_truncation: bool = False
     # a fetcher handles the answer to a Fetch of an older leader epoch when its fetch state for that
     # leader has the Fetch's offset: with the same leader at a new epoch the answer stays in flight;
@@ -124,7 +126,8 @@ class Mode:
     # a fenced broker leads no partition, so every fetcher thread towards it empties and is shut down,
     # with whatever answer waited there (KRaft; ZooKeeper keeps a leaderless partition on the thread)
     fence_stops_fetchers: bool = False
-    # the controller adds only unfenced brokers to the ISR (KIP-841, KRaft 3.3)
+    # the controller adds only live (ZooKeeper: registered, not shutting down; KRaft: unfenced) brokers to
+    # the ISR (KIP-841, 3.3)
     isr_only_live: bool = False
     # Fetch and AlterPartition carry broker epochs; the controller refuses a stale one (KIP-903, 3.5)
     broker_epochs: bool = False
@@ -275,18 +278,27 @@ KAFKA13141 = KAFKA10554.variant(
                "ReplicaManager.updateFollowerFetchState @2.8.1"),
     ))
 
-KIP903 = KAFKA13141.variant(
-    "kip903", "3.6 (KRaft)", summary="KRaft: broker epochs in Fetch and AlterPartition; truncation "
-    "before the HW",
-    hw_before_truncation=False, isr_only_live=True, broker_epochs=True, isr_removal_bumps_epoch=False,
-    fence_stops_fetchers=True, fence_elects=True,
+KAFKA14704 = KAFKA13141.variant(
+    "kafka14704", "3.4.1-3.6.x (ZooKeeper)", summary="truncation before the HW; the controller refuses a "
+    "broker that is not live in the ISR",
+    hw_before_truncation=False, isr_only_live=True,
     changes=(
-        Change("a diverging response only truncates; the next fetch brings the HW (also in 3.4.1)",
-               "KAFKA-14704", "AbstractFetcherThread.processFetchRequest @3.5.0"),
-        Change("the controller refuses to add a fenced or shutting-down broker to the ISR "
-               "(INELIGIBLE_REPLICA)", "KIP-841", "ReplicationControlManager.ineligibleReplicasForIsr @3.5.0"),
+        Change("a diverging response only truncates; the next fetch brings the HW", "KAFKA-14704",
+               "AbstractFetcherThread.processFetchRequest @3.4.1"),
+        Change("the ZooKeeper controller refuses an AlterPartition whose new ISR names a broker that is not live "
+               "(unregistered or shutting down: INELIGIBLE_REPLICA), and the leader adds only a broker alive in "
+               "its metadata cache (from 3.3.0, which kafka13141 does not have)", "KIP-841",
+               "KafkaController.tryProcessAlterPartition, Partition.isReplicaIsrEligible @3.3.0, @3.4.1"),
+    ))
+
+KIP903 = KAFKA14704.variant(
+    "kip903", "3.6 (KRaft)", summary="KRaft: broker epochs in Fetch and AlterPartition; the fence elects",
+    broker_epochs=True, isr_removal_bumps_epoch=False, fence_stops_fetchers=True, fence_elects=True,
+    changes=(
         Change("a Fetch carries the follower's broker epoch, the leader sends it with an ISR addition, "
-               "and the controller refuses one that is not the broker's registered epoch", "KIP-903",
+               "and the controller refuses one that is not the broker's registered epoch, as it refuses a "
+               "fenced or shutting-down broker (KIP-841); ZooKeeper's leader sends -1 and its controller "
+               "reads broker ids only", "KIP-903",
                "Partition.updateFollowerFetchState, ReplicationControlManager.ineligibleReplicasForIsr @3.5.0"),
         Change("removing a fenced broker from the ISR keeps the leader epoch (metadata.version 3.6-IV0; "
                "3.5 still bumps it)",
@@ -356,8 +368,8 @@ KAFKA19522 = KAFKA18991_40.variant(
     ))
 
 # every mode, parents first, in release order (3.9.1 before 4.0.0); the newest last
-LADDER: Tuple[Mode, ...] = (HW, KIP101, KIP279, KIP320, KIP380, KAFKA10706, KAFKA10554, KAFKA13141, KIP903, KAFKA15583,
-                             KAFKA18991, KIP966, KAFKA18991_40, KAFKA19522)
+LADDER: Tuple[Mode, ...] = (HW, KIP101, KIP279, KIP320, KIP380, KAFKA10706, KAFKA10554, KAFKA13141, KAFKA14704,
+                             KIP903, KAFKA15583, KAFKA18991, KIP966, KAFKA18991_40, KAFKA19522)
 MODES: Dict[str, Mode] = {m.name: m for m in LADDER}
 
 
@@ -412,6 +424,52 @@ def without_elr(mode: Mode) -> Optional[Mode]:
                         changes=(Change("the ELR feature is off: the rules of the releases before KIP-966",
                                         "KIP-966", "PartitionChangeBuilder.setEligibleLeaderReplicasEnabled "
                                         "@4.0.0"),))
+
+
+# the rules a KRaft controller and a KRaft broker's metadata path set, as ZooKeeper's releases have them
+# (the fetcher, Partition, the log and the epoch cache are one code on both: their rules carry over)
+ZOOKEEPER_RULES: Mapping[str, bool] = {"broker_epochs": False, "isr_removal_bumps_epoch": True,
+                                       "fence_stops_fetchers": False, "fence_elects": False}
+ZOOKEEPER_CHANGES = (
+    Change("no broker epochs: a ZooKeeper leader sends -1 for each ISR member and keeps no follower's epoch, "
+           "its controller reads broker ids only (KIP-903 is KRaft's)", "ZooKeeper",
+           "Partition.isReplicaIsrEligible, addBrokerEpochToIsr, KafkaController.tryProcessAlterPartition @3.9.1"),
+    Change("the controller's removal of a failed broker from the ISR bumps the leader epoch", "ZooKeeper",
+           "ReplicaStateMachine.doRemoveReplicasFromIsr (LeaderAndIsr.newLeaderAndIsr) @3.9.1"),
+    Change("a failed leader's partition goes offline, and the election is a later write of the event; a "
+           "follower keeps the leaderless partition on its fetcher thread", "ZooKeeper",
+           "KafkaController.onReplicasBecomeOffline, ReplicaManager.makeFollowers @3.9.1"),
+)
+
+
+def zookeeper(mode: Mode) -> Optional[Mode]:
+    """The mode a ZooKeeper cluster of ``mode``'s releases follows (3.x ran either way until 4.0
+    removed ZooKeeper), or None where ``mode`` is already ZooKeeper's or has ELR (4.x only).
+
+    A 3.x broker runs one fetcher, one ``Partition`` and one log under either controller, so every
+    rule of theirs carries over (KAFKA-14704's fix, KIP-841's check, KAFKA-15583's strict min ISR,
+    KAFKA-18991's fix); only the KRaft-only rules (``ZOOKEEPER_RULES``) take ZooKeeper's values: the
+    ladder mode whose rules those are, else ``mode`` made into its ZooKeeper variant.
+
+    >>> zookeeper(MODES["kip903"]).name, zookeeper(MODES["kafka15583"]).name
+    ('kafka14704', 'kafka15583-zk')
+    >>> zookeeper(MODES["kafka18991"]).kafka, zookeeper(MODES["kafka14704"]), zookeeper(MODES["kip966"])
+    ('3.9.1 (ZooKeeper)', None, None)
+    """
+    if mode.elr or all(getattr(mode, rule) == value for rule, value in ZOOKEEPER_RULES.items()):
+        return None
+    zk = dataclasses.replace(mode, **ZOOKEEPER_RULES)
+    for m in reversed(LADDER):
+        if same_rules(m, zk):
+            return m
+    return mode.variant(f"{mode.name}-zk", kafka=mode.kafka.replace("(KRaft)", "(ZooKeeper)"),
+                        summary=f"{mode.name}'s releases on a ZooKeeper cluster", changes=ZOOKEEPER_CHANGES,
+                        **ZOOKEEPER_RULES)
+
+
+# modes derived from the ladder that it does not hold (a ZooKeeper 3.7-3.9 cluster), by name: a trace
+# of one names it, so it must resolve (spec.config.resolve_mode) as the ladder's do
+DERIVED: Dict[str, Mode] = {d.name: d for d in (zookeeper(m) for m in LADDER) if d is not None and d.name not in MODES}
 
 
 NEWEST = LADDER[-1].name

@@ -10,10 +10,12 @@ row covers is refused with the versions the table has, never guessed.
 ('kafka19522', '4.1.1', '3.9.1')
 >>> [r.version for r in releases_of("kafka15583")]
 ['3.7.2', '3.9.0']
+>>> release("3.5").version, release("3.5.2").mode, release("3.5.2").metadata
+('3.5.2', 'kafka14704', 'zookeeper')
 >>> release("3.5.1")
 Traceback (most recent call last):
 ...
-hwcheck.spec.releases.UnknownRelease: Kafka 3.5.1 is not in the releases table (3.4.1-3.5.x: no mode covers it yet); the table has 0.10.2.1, 0.11.0.3, 2.0.0, 2.1.1, 2.6.0, 2.7.2, 2.8.0, 2.8.1, 3.4.0, 3.6.2, 3.7.2, 3.9.0, 3.9.1, 4.0.0, 4.0.1, 4.1.1, 4.2.0, 4.4.0
+hwcheck.spec.releases.UnknownRelease: Kafka 3.5.1 is not in the releases table (its mode, kafka14704, is pinned at 3.5.2); the table has 0.10.2.1, 0.11.0.3, 2.0.0, 2.1.1, 2.6.0, 2.7.2, 2.8.0, 2.8.1, 3.4.0, 3.5.2, 3.6.2, 3.7.2, 3.9.0, 3.9.1, 4.0.0, 4.0.1, 4.1.1, 4.2.0, 4.4.0
 """
 
 from __future__ import annotations
@@ -61,11 +63,14 @@ def version_key(version: str) -> Tuple[int, ...]:
 
 
 # One row per exact release. Each mode gets its newest patch release that still follows its rules
-# (and the release before a fix where a row pair shows the fix). Releases no mode covers:
-# 1.0-1.1 (kip101's range, not pinned), 2.2-2.5, 2.9 does not exist, 3.0-3.3 (kafka13141's range, not
-# pinned), 3.4.1-3.5.x (KAFKA-14704's fix without KIP-903's epochs: no mode), ZooKeeper mode past 3.4
-# (no mode). A 4.x row's mode is the one with ELR on; with ELR off (4.0's default, a 4.1+ cluster
-# upgraded from 3.x) it follows spec.modes.without_elr of it: kafka15583 for 4.0.0, kafka18991 after.
+# (and the release before a fix where a row pair shows the fix). Releases not pinned: 1.0-1.1
+# (kip101's range), 2.2-2.5, 2.9 does not exist, 3.0-3.3 (kafka13141's range), 3.4.1-3.5.1
+# (kafka14704's, pinned at 3.5.2), and 3.6-3.9 on ZooKeeper: a 3.6+ row is a KRaft cluster, and on
+# ZooKeeper the release follows spec.modes.zookeeper of its mode (kafka14704 for 3.6, kafka15583-zk
+# for 3.7-3.9.0, kafka18991-zk after), which `--zookeeper` runs and no row pins (the version would
+# need a second row). A 4.x row's mode is the one with ELR on; with ELR off (4.0's default, a 4.1+
+# cluster upgraded from 3.x) it follows spec.modes.without_elr of it: kafka15583 for 4.0.0,
+# kafka18991 after.
 RELEASES: Tuple[Release, ...] = (
     Release("0.10.2.1", "hw", ZOOKEEPER, ELR_NONE, "2.12", "3.4.9"),
     Release("0.11.0.3", "kip101", ZOOKEEPER, ELR_NONE, "2.12", "3.4.10"),
@@ -76,6 +81,7 @@ RELEASES: Tuple[Release, ...] = (
     Release("2.8.0", "kafka10554", ZOOKEEPER, ELR_NONE, "2.13", "3.5.9"),
     Release("2.8.1", "kafka13141", ZOOKEEPER, ELR_NONE, "2.13", "3.5.9"),
     Release("3.4.0", "kafka13141", ZOOKEEPER, ELR_NONE, "2.13", "3.6.3"),
+    Release("3.5.2", "kafka14704", ZOOKEEPER, ELR_NONE, "2.13", "3.6.4"),
     Release("3.6.2", "kip903", KRAFT, ELR_NONE, "2.13"),
     Release("3.7.2", "kafka15583", KRAFT, ELR_NONE, "2.13"),
     Release("3.9.0", "kafka15583", KRAFT, ELR_OFF, "2.13"),
@@ -87,8 +93,6 @@ RELEASES: Tuple[Release, ...] = (
     Release("4.4.0", "kafka19522", KRAFT, ELR_ON, "2.13"),
 )
 
-# ranges known to have no mode, for the refusal's wording
-_UNCOVERED = (("3.4.1", "3.5.99", "3.4.1-3.5.x: no mode covers it yet"),)
 
 
 class Line(NamedTuple):
@@ -111,6 +115,7 @@ LINES: Tuple[Line, ...] = (
     Line("2.6.1", "2.7.2", "kafka10706", ZOOKEEPER),
     Line("2.8.0", "2.8.0", "kafka10554", ZOOKEEPER),
     Line("2.8.1", "3.4.0", "kafka13141", ZOOKEEPER),
+    Line("3.4.1", "3.5.2", "kafka14704", ZOOKEEPER),
     Line("3.6.0", "3.6.2", "kip903", KRAFT),
     Line("3.7.0", "3.9.0", "kafka15583", KRAFT),
     Line("3.9.1", "3.9.2", "kafka18991", KRAFT),
@@ -120,8 +125,9 @@ LINES: Tuple[Line, ...] = (
 )
 GAPS = (
     ("2.0.1", "2.0.1", "2.0.1 already has 2.1's KAFKA-7415, KAFKA-7128 and KAFKA-7164 but not KIP-320's fencing"),
-    ("3.4.1", "3.5.99", "KAFKA-14704's fix (3.4.1) without KIP-903's broker epochs (3.6 KRaft)"),
 )
+# ZooKeeper was removed in 4.0 (KIP-833): --zookeeper covers 3.x only
+ZOOKEEPER_UNTIL = "3.9.99"
 # a cluster formatted at 4.1+ has ELR on (its bootstrap metadata version is 4.1-IV0 or later); 4.0
 # formats without it, and a cluster upgraded from 3.x keeps its bootstrap version
 ELR_DEFAULT_FROM = "4.1.0"
@@ -135,19 +141,20 @@ class Covered(NamedTuple):
 
 def covering(version: str) -> Covered:
     """The mode whose release range covers a Kafka version; a line ("3.9", "4") means the newest
-    release of it that a mode covers (3.4 is 3.4.0: 3.4.1 has none). UnknownRelease, naming the nearest modes and what differs, where no
-    mode covers it.
+    release of it that a mode covers. A 3.6-3.9 line is KRaft's here (``mode_for`` with ``zookeeper``
+    for a ZooKeeper cluster); 3.5 and older are ZooKeeper's. UnknownRelease, naming the nearest modes
+    and what differs, where no mode covers it.
 
     >>> covering("3.9")
-    Covered(mode='kafka18991', version='3.9.2', note='Kafka 3.9.2, KRaft (the model has no ZooKeeper mode after 3.4.0)')
+    Covered(mode='kafka18991', version='3.9.2', note='Kafka 3.9.2, KRaft (--zookeeper for a ZooKeeper cluster)')
     >>> covering("3.3.2").note
     'Kafka 3.3.2, ZooKeeper (the model has no KRaft mode before 3.6)'
-    >>> covering("2.6").mode, covering("2.6.0").mode
-    ('kafka10706', 'kip380')
-    >>> covering("3.5.1")
+    >>> covering("2.6").mode, covering("2.6.0").mode, covering("3.5.1").mode, covering("3.4").version
+    ('kafka10706', 'kip380', 'kafka14704', '3.4.x')
+    >>> covering("2.0.1")
     Traceback (most recent call last):
     ...
-    hwcheck.spec.releases.UnknownRelease: no mode covers Kafka 3.5.1: KAFKA-14704's fix (3.4.1) without KIP-903's broker epochs (3.6 KRaft); the nearest modes are kafka13141 (to 3.4.0) and kip903 (from 3.6.0)
+    hwcheck.spec.releases.UnknownRelease: no mode covers Kafka 2.0.1: 2.0.1 already has 2.1's KAFKA-7415, KAFKA-7128 and KAFKA-7164 but not KIP-320's fencing; the nearest modes are kip279 (to 2.0.0) and kip320 (from 2.1.0)
     """
     version = _checked(version)
     key = version_key(version)
@@ -163,7 +170,7 @@ def covering(version: str) -> Covered:
         if line.metadata == ZOOKEEPER and key >= (3, 0):
             kafka += " (the model has no KRaft mode before 3.6)"
         elif line.metadata == KRAFT and key < (4,):
-            kafka += " (the model has no ZooKeeper mode after 3.4.0)"
+            kafka += " (--zookeeper for a ZooKeeper cluster)"
         return Covered(line.mode, version, kafka)
     below = [line for line in LINES if version_key(line.last) < key]
     above = [line for line in LINES if version_key(line.first) > key]
@@ -176,17 +183,35 @@ def covering(version: str) -> Covered:
                          + " and ".join(near))
 
 
-def mode_for(version: str, elr: Optional[bool] = None) -> Tuple[str, str]:
+def mode_for(version: str, elr: Optional[bool] = None, zookeeper: bool = False) -> Tuple[str, str]:
     """``(mode, note)`` for ``--kafka VERSION``: the covering mode, with the ELR feature as the
     release formats a cluster (off in 4.0, on from 4.1) unless ``elr`` says otherwise; with ELR off a
-    4.x mode follows ``spec.modes.without_elr`` of it. UnknownRelease where none applies.
+    4.x mode follows ``spec.modes.without_elr`` of it. With ``zookeeper`` (3.x only) a KRaft line's
+    mode follows ``spec.modes.zookeeper`` of it, returned by name (a derived mode's name resolves:
+    ``spec.modes.DERIVED``). UnknownRelease where none applies.
 
     >>> mode_for("4.0"), mode_for("4.0", elr=True)[0], mode_for("4.1")[0], mode_for("4.1.1", elr=False)[0]
     (('kafka18991', 'Kafka 4.0.2, KRaft, ELR off (4.0 formats without it; --elr for kafka18991-4.0)'), 'kafka18991-4.0', 'kafka19522', 'kafka18991')
+    >>> mode_for("3.9", zookeeper=True)
+    ('kafka18991-zk', 'Kafka 3.9.2, ZooKeeper (--zookeeper: kafka18991 without its KRaft-only rules)')
+    >>> mode_for("3.6.2", zookeeper=True)[0], mode_for("3.5.1", zookeeper=True)[0], mode_for("3.7.1", zookeeper=True)[0]
+    ('kafka14704', 'kafka14704', 'kafka15583-zk')
+    >>> mode_for("4.1", zookeeper=True)
+    Traceback (most recent call last):
+    ...
+    hwcheck.spec.releases.UnknownRelease: --zookeeper: Kafka 4.1 has no ZooKeeper mode (4.0 removed it, KIP-833); ZooKeeper clusters run 3.9.x and older
     """
-    from .modes import MODES, without_elr
+    from .modes import MODES, without_elr, zookeeper as zookeeper_of
     name, exact, note = covering(version)
     mode = MODES[name]
+    if zookeeper:
+        if version_key(exact.replace(".x", ".0")) > version_key(ZOOKEEPER_UNTIL):
+            raise UnknownRelease(f"--zookeeper: Kafka {version.strip()} has no ZooKeeper mode (4.0 removed it, KIP-833); "
+                                 "ZooKeeper clusters run 3.9.x and older")
+        zk = zookeeper_of(mode)
+        if zk is None:
+            return name, note
+        return zk.name, f"Kafka {exact}, ZooKeeper (--zookeeper: {name} without its KRaft-only rules)"
     if not mode.elr:
         if elr:
             raise UnknownRelease(f"--elr: the model has no mode for Kafka {exact} with Eligible Leader Replicas "
@@ -236,8 +261,11 @@ def release(version: str) -> Release:
         if line:
             return line[-1]
     why = ""
-    for low, high, text in _UNCOVERED:
-        if version_key(low) <= prefix <= version_key(high):
-            why = f" ({text})"
+    try:
+        pinned = newest_of(covering(version).mode)
+        if pinned is not None:
+            why = f" (its mode, {pinned.mode}, is pinned at {pinned.version})"
+    except UnknownRelease:
+        pass
     have = ", ".join(r.version for r in RELEASES)
     raise UnknownRelease(f"Kafka {version} is not in the releases table{why}; the table has {have}")

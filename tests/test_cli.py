@@ -70,7 +70,10 @@ def test_verify_bad_knobs_exit_2_with_one_line(args, words):
     (["--model=kafka-tla", "--no-elr"], "--elr does not apply to --model kafka-tla"),
     (["--model=kafka-tla", "--kafka=3.9"], "--kafka does not apply to --model kafka-tla"),
     (["--kafka=3.9", "--mode=hw"], "--kafka picks the mode: it does not combine with --mode or --mode-file"),
-    (["--kafka=3.5.1"], "--kafka 3.5.1: no mode covers Kafka 3.5.1"),
+    (["--kafka=2.0.1"], "--kafka 2.0.1: no mode covers Kafka 2.0.1"),
+    (["--kafka=4.0", "--zookeeper"], "--kafka 4.0: --zookeeper: Kafka 4.0 has no ZooKeeper mode (4.0 removed it"),
+    (["--mode=kip966", "--zookeeper"], "--zookeeper: mode kip966 (Kafka 4.0.0 (KRaft, ELR enabled)) has no ZooKeeper"),
+    (["--kafka=3.9", "--zookeeper", "--no-elr"], "--zookeeper and --no-elr do not combine"),
     (["--kafka=3.9", "--elr"], "the model has no mode for Kafka 3.9.2 with Eligible Leader Replicas"),
     (["--kafka=three"], "'three' is not a Kafka version"),
     (["--mode=kip96"], "unknown mode 'kip96' (did you mean kip966?)"),
@@ -134,6 +137,32 @@ def test_kafka_version_picks_the_mode_and_says_which():
     assert done.returncode == 1, done.stderr
     assert "--kafka 4.0: mode kafka18991 (Kafka 4.0.2, KRaft, ELR off (4.0 formats without it" in done.stderr
     assert "mode=kafka18991 " in done.stdout
+
+
+@pytest.mark.parametrize("args, said, mode", [
+    (["--kafka=3.5.1"], "--kafka 3.5.1: mode kafka14704 (Kafka 3.5.1, ZooKeeper", "kafka14704"),
+    (["--kafka=3.4.1"], "--kafka 3.4.1: mode kafka14704 (Kafka 3.4.1, ZooKeeper", "kafka14704"),
+    (["--kafka=3.9", "--zookeeper"], "--kafka 3.9: mode kafka18991-zk (Kafka 3.9.2, ZooKeeper (--zookeeper: "
+                                     "kafka18991 without its KRaft-only rules))", "kafka18991-zk"),
+    (["--mode=kip903", "--zookeeper"], "--zookeeper: kip903 (Kafka 3.6 (KRaft)) on ZooKeeper follows kafka14704's "
+                                       "rules", "kafka14704"),
+])
+def test_kafka_version_and_zookeeper_pick_the_mode_and_say_which(args, said, mode):
+    done = run_cli_here("verify", *args, "--records=1", "--crashes=0", "--max-epoch=1", "--quiet")
+    assert done.returncode == 0, done.stderr
+    assert said in done.stderr and f"mode={mode} " in done.stdout
+
+
+def test_a_trace_of_a_derived_zookeeper_mode_replays_by_its_name(tmp_path):
+    """3.7-3.9.0 on ZooKeeper (kafka15583-zk, no ladder mode) loses record 0 after one power failure at
+    min ISR 2, as on KRaft; the trace names its mode and replays without --zookeeper."""
+    out = tmp_path / "zk.itf.json"
+    done = run_cli_here("verify", "--kafka=3.9.0", "--zookeeper", "--min-isr=2", "--power-failures=1", "--crashes=0",
+                        "--out", str(out), "--quiet")
+    assert done.returncode == 1 and "mode kafka15583-zk" in done.stderr and out.exists()
+    again = run_cli_here("replay", str(out), "--quiet")
+    assert again.returncode == 0, again.stderr
+    assert "mode=kafka15583-zk " in again.stdout
 
 
 def test_verify_unknown_mode_is_a_usage_error():

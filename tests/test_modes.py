@@ -7,7 +7,7 @@ from hwcheck.spec import Config, Model
 from hwcheck.spec.log import (assign_0_11, assign_2_1, end_offset_for_0_11, end_offset_for_2_0,
                               end_offset_for_2_1, truncate)
 from hwcheck.spec.modes import (ALIASES, LADDER, MODES, TRUNCATING, TRUNCATING_AGAIN, follower_truncation, lineage,
-                               without_elr)
+                               RULES, ZOOKEEPER_RULES, without_elr, zookeeper)
 from hwcheck.spec.state import FETCH, UNDEFINED as U, Fetch
 
 from .conftest import exact_reachable, run_labels
@@ -90,7 +90,7 @@ def test_truncation_at_the_leo_trims_the_cache_only_from_2_8():
 
 def test_the_ladder():
     assert [m.name for m in LADDER] == ["hw", "kip101", "kip279", "kip320", "kip380", "kafka10706", "kafka10554",
-                                        "kafka13141", "kip903", "kafka15583", "kafka18991", "kip966",
+                                        "kafka13141", "kafka14704", "kip903", "kafka15583", "kafka18991", "kip966",
                                         "kafka18991-4.0", "kafka19522"]
     # a tree of release lines: 3.9.1 and 4.0.0 both grow from 3.9.0, 4.1+ from 4.0.1
     parents = {m.name: m.parent for m in LADDER}
@@ -107,17 +107,18 @@ def test_the_ladder():
     assert all(m.assign is assign_2_1 and m.end_offset_for is end_offset_for_2_1 for m in LADDER[5:])
     assert [m.end_offset_for for m in LADDER[1:5]] == [end_offset_for_0_11, end_offset_for_2_0,
                                                         end_offset_for_2_1, end_offset_for_2_1]
-    assert [m.fenced for m in LADDER] == [False, False, False, True] + [True] * 10
-    assert [m.restart_after_detection for m in LADDER] == [False] * 4 + [True] * 10
-    assert [m.trim_cache_at_leo for m in LADDER] == [False] * 5 + [True] * 9     # KAFKA-10706: 2.6.1/2.7.0
-    rules = {"truncate_on_fetch": [0] * 6 + [1] * 8,
-             "diverging_fetch_updates_follower": [0] * 6 + [1] + [0] * 7,      # KAFKA-13141: 2.8.0 only
-             "hw_before_truncation": [0] * 6 + [1, 1] + [0] * 6,              # KAFKA-14704: to 3.4.0
-             "accept_old_epoch_response": [0] * 6 + [1] * 4 + [0, 1, 0, 0],   # KAFKA-18991: to 3.9.0, 4.0.0
-             "broker_epochs": [0] * 8 + [1] * 6, "isr_only_live": [0] * 8 + [1] * 6,
-             "isr_removal_bumps_epoch": [1] * 8 + [0] * 6,
-             "strict_min_isr": [0] * 9 + [1] * 5, "elr": [0] * 11 + [1] * 3,
-             "elect_fenced_last_leader": [0] * 11 + [1, 1, 0]}               # KAFKA-19522: 4.0
+    assert [m.fenced for m in LADDER] == [False, False, False, True] + [True] * 11
+    assert [m.restart_after_detection for m in LADDER] == [False] * 4 + [True] * 11
+    assert [m.trim_cache_at_leo for m in LADDER] == [False] * 5 + [True] * 10    # KAFKA-10706: 2.6.1/2.7.0
+    rules = {"truncate_on_fetch": [0] * 6 + [1] * 9,
+             "diverging_fetch_updates_follower": [0] * 6 + [1] + [0] * 8,      # KAFKA-13141: 2.8.0 only
+             "hw_before_truncation": [0] * 6 + [1, 1] + [0] * 7,              # KAFKA-14704: to 3.4.0
+             "accept_old_epoch_response": [0] * 6 + [1] * 5 + [0, 1, 0, 0],   # KAFKA-18991: to 3.9.0, 4.0.0
+             "isr_only_live": [0] * 8 + [1] * 7,                              # KIP-841 (ZooKeeper: from 3.3.0)
+             "broker_epochs": [0] * 9 + [1] * 6, "isr_removal_bumps_epoch": [1] * 9 + [0] * 6,
+             "fence_elects": [0] * 9 + [1] * 6, "fence_stops_fetchers": [0] * 9 + [1] * 6,   # KRaft from 3.6
+             "strict_min_isr": [0] * 10 + [1] * 5, "elr": [0] * 12 + [1] * 3,
+             "elect_fenced_last_leader": [0] * 12 + [1, 1, 0]}               # KAFKA-19522: 4.0
     for rule, values in rules.items():
         assert [int(getattr(m, rule)) for m in LADDER] == values, rule
     # every mode but the root moves at least one rule of its parent
@@ -186,6 +187,20 @@ def test_elr_off_is_the_line_before_kip966_with_the_fixes_since(mode, off):
     assert without_elr(MODES[mode]) is MODES[off]
     assert [m.name for m in LADDER if m.elr] == ["kip966", "kafka18991-4.0", "kafka19522"]
     assert all(without_elr(m) is None for m in LADDER if not m.elr)
+
+
+@pytest.mark.parametrize("mode, zk", [("kip903", "kafka14704"), ("kafka15583", "kafka15583-zk"),
+                                      ("kafka18991", "kafka18991-zk")])
+def test_a_zookeeper_cluster_of_a_kraft_mode_keeps_its_broker_rules_and_drops_the_kraft_ones(mode, zk):
+    """3.6-3.9 on ZooKeeper: the fetcher's, Partition's and the log's rules of the release, ZooKeeper's
+    controller: kip903's is the ladder's kafka14704, the later two are variants that resolve by name."""
+    kraft, got = MODES[mode], zookeeper(MODES[mode])
+    assert got.name == zk and (got is MODES[zk] if zk in MODES else Config(mode=zk).mode_definition == got)
+    assert (got.broker_epochs, got.isr_removal_bumps_epoch, got.fence_stops_fetchers, got.fence_elects) == \
+        (False, True, False, False)
+    kept = [r for r in RULES if r not in ZOOKEEPER_RULES]
+    assert [getattr(got, r) for r in kept] == [getattr(kraft, r) for r in kept]
+    assert zookeeper(got) is None and all(zookeeper(m) is None for m in LADDER if m.elr or not m.fence_elects)
 
 
 def test_elr_off_for_a_variant_no_ladder_mode_matches_is_a_variant_of_it():
@@ -312,3 +327,18 @@ def test_a_kraft_partition_without_leader_has_an_empty_isr(mode):
     assert all(s.controller.isr == 0 for s in leaderless)
     # and with the ELR empty too, the last known leader is recorded
     assert all(s.controller.last_known_elr for s in leaderless if s.controller.elr == 0)
+
+
+def test_kip841_on_zookeeper_refuses_a_broker_that_is_not_live_until_it_registers():
+    """The exact step kafka14704's KIP-841 rule changes (KafkaController.tryProcessAlterPartition @3.4.1):
+    r1's session expired (out of the ISR, still running and fetching); its Fetch brings it back into
+    the ISR in kafka13141 (as 2.8.1-3.2 do), not in kafka14704, until it registers again."""
+    expired = [("session_expire", 1), ("become_leader", 0), ("become_follower", 1), ("send_fetch", 1),
+               ("leader_handle_fetch", 0, 1)]
+    old, new = (run_labels(Model(Config(mode=m, records=1, crashes=1)), expired)[-1] for m in ("kafka13141", "kafka14704"))
+    assert (old.controller.isr, old.controller.live) == (0b11, 0b01)
+    assert (new.controller.isr, new.controller.live) == (0b01, 0b01)
+    back = run_labels(Model(Config(mode="kafka14704", records=1, crashes=1)),
+                      expired + [("follower_handle_fetch", 1), ("register", 1), ("send_fetch", 1),
+                                 ("leader_handle_fetch", 0, 1)])[-1]
+    assert back.controller.isr == 0b11

@@ -35,7 +35,8 @@ def test_every_release_names_a_mode_and_a_line_picks_its_newest():
     # KAFKA-18991's fix: 3.9.1 and 4.0.1 each follow the mode that takes it on their line
     assert (release("3.9.1").mode, release("4.0.1").mode) == ("kafka18991", "kafka18991-4.0")
     assert release("4.0").version == "4.0.1" and release("2.6.0").metadata == "zookeeper"
-    with pytest.raises(UnknownRelease, match="3.4.1-3.5.x: no mode covers it yet"):
+    assert (release("3.5").version, release("3.5.2").mode) == ("3.5.2", "kafka14704")
+    with pytest.raises(UnknownRelease, match=re.escape("(its mode, kafka14704, is pinned at 3.5.2)")):
         release("3.5.0")
     with pytest.raises(UnknownRelease, match="not a Kafka version"):
         release("latest")
@@ -53,15 +54,26 @@ def test_the_ranges_cover_every_pinned_release_with_its_own_mode_and_each_mode_o
     ("0.10.2.1", None, "hw"), ("1.0.2", None, "kip101"), ("2.6", None, "kafka10706"), ("3.3.2", None, "kafka13141"),
     ("3.9", None, "kafka18991"), ("4.0.0", None, "kafka15583"), ("4.0.0", True, "kip966"),
     ("4.0", None, "kafka18991"), ("4.0", True, "kafka18991-4.0"), ("4.1.1", None, "kafka19522"),
-    ("4", False, "kafka18991"),
+    ("4", False, "kafka18991"), ("3.4.0", None, "kafka13141"), ("3.4.1", None, "kafka14704"),
+    ("3.5.1", None, "kafka14704"), ("3.5", None, "kafka14704"), ("3.6.1", None, "kip903"),
 ])
 def test_kafka_version_picks_the_mode_with_elr_as_the_release_formats(version, elr, mode):
     from hwcheck.spec.releases import mode_for
     assert mode_for(version, elr)[0] == mode
 
 
+@pytest.mark.parametrize("version, mode", [
+    ("3.4.1", "kafka14704"), ("3.5", "kafka14704"), ("3.6.2", "kafka14704"), ("3.7.0", "kafka15583-zk"),
+    ("3.9.0", "kafka15583-zk"), ("3.9.1", "kafka18991-zk"), ("3.9", "kafka18991-zk"), ("3.3", "kafka13141"),
+])
+def test_kafka_version_on_zookeeper_picks_its_kraft_modes_zookeeper_mode(version, mode):
+    from hwcheck.spec import Config
+    from hwcheck.spec.releases import mode_for
+    assert mode_for(version, zookeeper=True)[0] == mode
+    assert Config(mode=mode).mode == mode        # a derived mode's name resolves, as a trace names it
+
+
 @pytest.mark.parametrize("version, elr, words", [
-    ("3.5.1", None, "nearest modes are kafka13141 (to 3.4.0) and kip903 (from 3.6.0)"),
     ("2.0.1", None, "not KIP-320's fencing"), ("0.9.0.1", None, "older than the oldest mode"),
     ("4.5.0", None, "newer than the newest release read (4.4.0)"), ("3.9.1", True, "ELR modes start at 4.0.0"),
 ])
@@ -69,6 +81,13 @@ def test_a_version_no_mode_covers_names_the_nearest(version, elr, words):
     from hwcheck.spec.releases import mode_for
     with pytest.raises(UnknownRelease, match=re.escape(words)):
         mode_for(version, elr)
+
+
+@pytest.mark.parametrize("version", ["4.0", "4.1.1", "4"])
+def test_zookeeper_is_refused_from_4_0(version):
+    from hwcheck.spec.releases import mode_for
+    with pytest.raises(UnknownRelease, match=re.escape(f"--zookeeper: Kafka {version} has no ZooKeeper mode")):
+        mode_for(version, zookeeper=True)
 
 
 def test_a_follower_that_never_gets_a_record_is_paused_until_its_leader_dies():

@@ -38,11 +38,11 @@ def _position(name):
 def test_the_new_rungs_sit_after_kip380_in_release_order():
     names = [m.name for m in LADDER]
     assert _position("kip380") < _position("kafka10554") < _position("kafka13141") < _position("kip903")
-    assert names[_position("kafka10554") + 1] == "kafka13141" and names[_position("kafka13141") + 1] == "kip903"
+    assert names[_position("kafka10554") + 1:_position("kip903") + 1] == ["kafka13141", "kafka14704", "kip903"]
     assert Config(mode="epoch").mode == LADDER[-1].name
     bugs = [(m.diverging_fetch_updates_follower, m.hw_before_truncation) for m in (
-        MODES["kafka10554"], MODES["kafka13141"], MODES["kip903"])]
-    assert bugs == [(True, True), (False, True), (False, False)]
+        MODES["kafka10554"], MODES["kafka13141"], MODES["kafka14704"], MODES["kip903"])]
+    assert bugs == [(True, True), (False, True), (False, False), (False, False)]
     k903 = MODES["kip903"]
     assert k903.isr_only_live and k903.broker_epochs and not k903.isr_removal_bumps_epoch
     assert all(m.isr_removal_bumps_epoch and not m.broker_epochs for m in LADDER[:_position("kip903")])

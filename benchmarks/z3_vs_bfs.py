@@ -1,7 +1,7 @@
 """Time to the `hw` loss counterexample (defaults: NoCommittedDataLoss in 11 steps) by bfs and by
 z3 BMC, side by side, and BMC's solver time per depth up to the shortest trace length.
 
-Run: python benchmarks/z3_vs_bfs.py [--mode hw] [extra Config settings as key=value ...]
+Run: python benchmarks/z3_vs_bfs.py [--mode=hw] [extra Config settings as key=value, e.g. records=1 ...]
 """
 
 import sys
@@ -38,7 +38,9 @@ def main(argv):
     print("BMC per depth:")
     for k, sec, ans in per_depth:
         print(f"  depth {k:2}: {ans:5} {sec:7.2f} s")
-    return 0
+    same = zt.steps == steps and [a for _, _, a in per_depth] == ["unsat"] * steps + ["sat"]
+    print(f"shortest length: {'the same' if same else 'DIFFERENT'} (bfs {steps}, BMC {zt.steps})")
+    return 0 if same else 1
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ from hwcheck.checker.bmc import NOT_INDUCTIVE, Unrolling, bmc, prove, symbolic_e
 from hwcheck.checker.result import HOLDS, VIOLATED
 from hwcheck.checker.symbolic import CONCRETE, FOLLOWER, ZERO, Encoding, SRep, equal, leaves
 from hwcheck.spec.terms import in_office_terms
-from hwcheck.checker.trace import load_itf, replay, to_itf
+from hwcheck.checker.trace import StartingAt, load_itf, replay, state_at, to_itf
 from hwcheck.cli.symbolic import state_lines
 from hwcheck.spec import Config, ConfigError, Model
 from hwcheck.spec.auxiliary import AUXILIARY
@@ -494,11 +494,37 @@ def test_bmc_finds_the_unclean_election_loss_in_as_many_steps_as_bfs():
     _bmc_matches_bfs(Config(mode="kip380", unclean_election=True), None)
 
 
+def _bmc_matches_bfs_from(name, step):
+    """From the state at ``step`` of a curated trace (a user-given initial state: checker/trace.py
+    ``StartingAt``), BMC finds the trace's invariant broken in as many steps as bfs and as the rest
+    of the trace, every depth below unsat, and its trace is a run of the spec from that state."""
+    doc = load_itf((ROOT / "counterexamples" / f"{name}.itf.json").read_text())
+    meta = doc["#meta"]["hwcheck"]
+    start = state_at(doc, step)
+    model, only = StartingAt(Model(Config(**meta["config"])), start), [meta["invariant"]]
+    want = bfs(model, only=only).violations[0]
+    assert want.steps == len(doc["states"]) - 1 - step
+    depths = []
+    r = bmc(model, want.steps, only=only, progress=lambda k, t, a: depths.append((k, a)))
+    assert r.verdict == VIOLATED
+    trace = r.violations[0]
+    assert (trace.invariant, trace.steps) == (want.invariant, want.steps)
+    assert depths == [(k, "unsat") for k in range(want.steps)] + [(want.steps, "sat")]
+    s = trace.states[0]
+    assert s == start
+    for label, after in zip(trace.labels, trace.states[1:]):
+        s = model.step(s, label)
+        assert s == after
+    assert only[0] in model.violated(s)
+
+
 @pytest.mark.slow
 def test_bmc_finds_the_hw_loss_in_as_many_steps_as_bfs():
-    """KIP-101 scenario 1 (11 steps, as with the default 2 records; one record makes BMC 4x cheaper)."""
-    _bmc_matches_bfs(Config(mode="hw", records=1), ["NoCommittedDataLoss", "NoLogDivergence",
-                                                    "ConsumerConsistency", "HwNotAboveLeo"])
+    """KIP-101 scenario 1 from its fourth step (the record replicated, its acknowledgement in the
+    leader's hands): the restart, the truncation to the HW and the controlled shutdown, 7 steps,
+    about 13 s. The whole 11 steps from the initial state take BMC 90 s (one record) to 150 s (two):
+    ``python benchmarks/z3_vs_bfs.py`` races bfs and BMC there."""
+    _bmc_matches_bfs_from("hw-data-loss", 4)
 
 
 @pytest.mark.slow
@@ -597,10 +623,12 @@ def test_bmc_finds_the_fenced_last_leader_election_in_as_many_steps_as_bfs():
 
 @pytest.mark.slow
 def test_bmc_finds_the_hw_before_truncation_divergence_in_as_many_steps_as_bfs():
-    """The gate's row kafka13141-kafka-14704 (9 steps, about 30 s of CPU): the follower applies the
-    HW of a diverging response before it truncates (KAFKA-14704). (kafka10554-kafka-13141, 11 steps,
-    takes about 190 s.)"""
-    _bmc_matches_bfs(Config(mode="kafka13141"), ["NoLogDivergence"])
+    """The gate's row kafka13141-kafka-14704 from its second step: the leader change, the diverging
+    Fetch and the follower that applies the response's HW before it truncates (KAFKA-14704), 7
+    steps, about 10 s. From the initial state (9 steps) BMC took 113-188 s in suite runs on 2 shared
+    cores (``python benchmarks/z3_vs_bfs.py --mode=kafka13141`` measures it); kafka10554-kafka-13141,
+    11 steps, takes longer still."""
+    _bmc_matches_bfs_from("kafka13141-kafka-14704-divergence", 2)
 
 
 def test_the_history_variables_add_no_behaviour_and_are_encoded_as_the_spec_keeps_them():

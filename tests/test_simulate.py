@@ -106,6 +106,8 @@ def test_without_loops_cuts_returns_to_a_state():
 def test_only_actions_restricts_the_successors():
     m = OnlyActions(Model(Config(mode="hw", records=1)), {"produce", "crash"})
     assert {label[0] for label, _ in m.successors(m.init_states()[0])} == {"produce", "crash"}
+    assert {label[0] for label in m.labels} == {"produce", "crash"}       # what a walk draws from
+    assert set(simulate(m, runs=20, depth=5, seed=0, shrink=False).coverage) <= {"produce", "crash"}
 
 
 def test_replay_walk_rebuilds_the_states():

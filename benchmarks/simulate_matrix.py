@@ -3,6 +3,8 @@
     python benchmarks/simulate_matrix.py                       # 10 seeds, 60 s a seed, every violating entry
     python benchmarks/simulate_matrix.py --seeds 3 --time 20 --entries hw-loss,kip380-unclean
     python benchmarks/simulate_matrix.py --throughput          # walk steps/s: processes vs Spark local[2]
+    python benchmarks/simulate_matrix.py --hit --first-seed 100 --seeds 20   # issue 42's target, seeds 100-119
+    python benchmarks/simulate_matrix.py --hit --random --seeds 20           # the same, seeds drawn at random
 
 For each entry of ``[tool.hwcheck.gate]`` in pyproject.toml that expects an invariant to break,
 and each seed, one run of ``simulate`` (swarm on, depth 50, one worker, only the expected
@@ -86,6 +88,39 @@ def three_replicas(args) -> None:
             print(f"{mode} replicas=3 min_isr=2 power_failures=1 seed {seed}: {found}", flush=True)
 
 
+HIT = dict(mode="kafka19522", replicas=3, min_isr=2, power_failures=1)    # crashes at their default
+
+
+def hit(args) -> None:
+    """Issue 42's target: `hwcheck simulate --mode kafka19522 --replicas 3 --min-isr 2
+    --power-failures 1`, every invariant checked, one run at a time, each until a violation or
+    ``--time``; per seed: found or not, seconds to find, walk index, the walk's length and the
+    shrunk length (shrinking without the confirming bfs)."""
+    import os
+    import random
+
+    model = Model(Config(**HIT))
+    seeds = [random.SystemRandom().randrange(1_000_000) for _ in range(args.seeds)] if args.random \
+        else list(range(args.first_seed, args.first_seed + args.seeds))
+    print(f"{' '.join(f'--{k.replace(chr(95), chr(45))} {v}' for k, v in HIT.items())}, depth {args.depth}, "
+          f"{args.workers} worker(s), {args.time:g} s a seed; load {os.getloadavg()[0]:.2f}")
+    print(f"{'seed':>7} {'found':>5} {'s':>6} {'walk':>7} {'steps':>5} {'shrunk':>6}  invariant")
+    times = []
+    for seed in seeds:
+        r = simulate(model, runs=None, time_limit=args.time, depth=args.depth, seed=seed,
+                     workers=args.workers, confirm_states=0)
+        times.append(r.found_after)
+        if r.violations:
+            print(f"{seed:>7} {'yes':>5} {r.found_after:>6.1f} {r.walk_index:>7,} {r.original_steps:>5} "
+                  f"{r.shrunk_steps:>6}  {r.violations[0].invariant}", flush=True)
+        else:
+            print(f"{seed:>7} {'no':>5} {'> ' + format(args.time, 'g'):>6} {r.walks:>7,} {'-':>5} {'-':>6}  "
+                  f"({r.walks:,} walks, {r.distinct_states:,} distinct states)", flush=True)
+    found = sum(t is not None for t in times)
+    print(f"found {found}/{len(seeds)} within {args.time:g} s; median {median_time(times, args.time)} s; "
+          f"load {os.getloadavg()[0]:.2f}")
+
+
 def throughput(args) -> None:
     """Walk steps/s of the process swarm and of Spark local[N] on the same walks, side by side."""
     from hwcheck.checker.spark import start_spark, stop_spark
@@ -121,12 +156,18 @@ def main() -> None:
     p.add_argument("--entries", default="", help="comma-separated gate entries (default: every violating one)")
     p.add_argument("--three-replicas", action="store_true", help="only the 3-replica min ISR 2 power-failure run")
     p.add_argument("--throughput", action="store_true", help="only processes vs Spark steps/s")
+    p.add_argument("--hit", action="store_true", help="only issue 42's kafka19522 3-replica target, per seed")
+    p.add_argument("--first-seed", type=int, default=0, help="--hit: the first of --seeds consecutive seeds")
+    p.add_argument("--random", action="store_true", help="--hit: seeds drawn at random (printed)")
+    p.add_argument("--workers", type=int, default=1, help="--hit: worker processes")
     p.add_argument("--walks", type=int, default=4000, help="--throughput: walks per run")
     p.add_argument("--cores", type=int, default=2, help="--throughput: worker processes and local[N]")
     args = p.parse_args()
     start = time.monotonic()
     if args.throughput:
         throughput(args)
+    elif args.hit:
+        hit(args)
     elif args.three_replicas:
         three_replicas(args)
     else:

@@ -60,6 +60,11 @@ class OnlyActions:
     def successors(self, s):
         return ((label, t) for label, t in self._model.successors(s) if label[0] in self._kinds)
 
+    @property
+    def labels(self):
+        """The model's labels of the given kinds (a walk then draws among those only)."""
+        return tuple(label for label in self._model.labels if label[0] in self._kinds)
+
     def __getattr__(self, name):
         return getattr(self._model, name)
 

@@ -26,7 +26,7 @@ breaks it, then asks a bounded bfs whether a shorter one exists.
 >>> from hwcheck.spec import Config, Model
 >>> r = simulate(Model(Config(mode="hw", records=1, acks="1")), runs=200, depth=30, seed=1)
 >>> r.verdict, r.violations[0].invariant, r.walk_index, r.original_steps, r.shrunk_steps
-('violated', 'NoCommittedDataLoss', 3, 8, 3)
+('violated', 'NoCommittedDataLoss', 31, 4, 3)
 >>> r.shrink_note
 "bfs confirms it shortest among every schedule within the trace's budgets (34 states)"
 """
@@ -41,6 +41,8 @@ from dataclasses import dataclass, field
 from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
+
+from hwcheck.spec.protocol import has
 
 from .bfs import peak_rss_mb, pin_mmap_threshold
 from .fpset import FingerprintSet
@@ -113,6 +115,30 @@ def action_kinds(model) -> Tuple[str, ...]:
 EVENT_RATES = (0.02, 0.05, 0.1, 0.2, 0.5, 1.0)
 
 
+def first_enabled(rng: random.Random, s, step, labels: Sequence[tuple]) -> Optional[tuple]:
+    """``(label, next state)`` for one of ``labels`` enabled in ``s``, each enabled one equally likely;
+    None if none is. Labels are drawn without replacement and tried with ``step`` until one is
+    enabled: the first enabled label of a random order is uniform among the enabled ones, and a walk
+    builds one successor a step instead of all of them.
+
+    >>> from hwcheck.spec import Config, Model
+    >>> m = Model(Config(mode="hw", records=1))
+    >>> first_enabled(random.Random(0), m.init_states()[0], m.step, m.labels)[0] in [l for l, _ in m.successors(m.init_states()[0])]
+    True
+    """
+    pool = list(labels)
+    n = len(pool)
+    draw = rng.random
+    while n:
+        j = int(draw() * n)
+        nxt = step(s, pool[j])
+        if nxt is not None:
+            return pool[j], nxt
+        n -= 1
+        pool[j] = pool[n]
+    return None
+
+
 @dataclass(frozen=True)
 class Swarm:
     """One walk's swarm configuration: the event kinds it may take and how often it takes one.
@@ -125,12 +151,23 @@ class Swarm:
     rate: float
     kinds: Optional[frozenset] = None
 
-    def choose(self, rng: random.Random, succ: List[tuple]) -> tuple:
-        events, kinds = self.events, self.kinds
-        ev = [x for x in succ if x[0][0] in events and (kinds is None or x[0][0] in kinds)]
-        proto = [x for x in succ if x[0][0] not in events]
-        group = ev if ev and (not proto or rng.random() < self.rate) else (proto or succ)
-        return group[rng.randrange(len(group))]
+    def groups(self, labels: Sequence[tuple]) -> Tuple[tuple, tuple, tuple]:
+        """``labels`` split into the walk's allowed events, the protocol steps, and the events it
+        leaves out (taken only when nothing else is enabled)."""
+        allowed = self.events if self.kinds is None else self.events & self.kinds
+        ev = tuple(x for x in labels if x[0] in allowed)
+        proto = tuple(x for x in labels if x[0] not in self.events)
+        rest = tuple(x for x in labels if x[0] in self.events and x[0] not in allowed)
+        return ev, proto, rest
+
+    def choose(self, rng: random.Random, s, step, groups: Tuple[tuple, tuple, tuple]) -> Optional[tuple]:
+        """The walk's next step from ``s``: ``(label, next state)``, or None at a dead end."""
+        ev, proto, rest = groups
+        for group in ((ev, proto, rest) if rng.random() < self.rate else (proto, ev, rest)):
+            got = first_enabled(rng, s, step, group) if group else None
+            if got is not None:
+                return got
+        return None
 
 
 def draw_swarm(rng: random.Random, events: Sequence[str]) -> Swarm:
@@ -145,6 +182,21 @@ def draw_swarm(rng: random.Random, events: Sequence[str]) -> Swarm:
     return Swarm(frozenset(events), rate, kinds)
 
 
+def stepper(model):
+    """``(labels, step)`` a walk draws from: the model's own (``labels``, ``step``) when it lists its
+    labels, else, per state, those of ``successors`` (built once for that state)."""
+    if has(model, "labels"):
+        every = tuple(model.labels)
+        return (lambda s: every), model.step
+    cache: dict = {}
+
+    def labels(s):
+        cache.clear()
+        cache.update(model.successors(s))
+        return tuple(cache)
+    return labels, (lambda s, label: cache.get(label))
+
+
 def run_walks(model, first: int, last: int, *, depth: int, seed: int, swarm: bool = True,
               only: Optional[Sequence[str]] = None) -> Batch:
     """Walks ``first..last-1``; stops after the first that breaks an invariant.
@@ -157,7 +209,8 @@ def run_walks(model, first: int, last: int, *, depth: int, seed: int, swarm: boo
     preds = [(name, pred) for name, pred in model.invariants if only is None or name in only]
     inits = model.init_states()
     events = tuple(getattr(model, "events", ()))
-    successors = model.successors
+    labels_at, step = stepper(model)
+    fixed = has(model, "labels")
     out = Batch(first)
     fps: List[int] = []
     coverage = out.coverage
@@ -171,6 +224,7 @@ def run_walks(model, first: int, last: int, *, depth: int, seed: int, swarm: boo
     for w in range(first, last):
         rng = walk_rng(seed, w)
         sw = draw_swarm(rng, events) if swarm else None
+        groups = sw.groups(labels_at(None)) if sw is not None and fixed else None
         k = rng.randrange(len(inits))
         s = inits[k]
         labels: List[tuple] = []
@@ -178,10 +232,13 @@ def run_walks(model, first: int, last: int, *, depth: int, seed: int, swarm: boo
         fps.append(hash(s))
         bad = broken(s)
         while bad is None and len(labels) < depth:
-            succ = list(successors(s))
-            if not succ:
+            if sw is None:
+                got = first_enabled(rng, s, step, labels_at(s))
+            else:
+                got = sw.choose(rng, s, step, groups if fixed else sw.groups(labels_at(s)))
+            if got is None:
                 break
-            label, s = sw.choose(rng, succ) if sw is not None else succ[rng.randrange(len(succ))]
+            label, s = got
             labels.append(label)
             coverage[label[0]] += 1
             fps.append(hash(s))

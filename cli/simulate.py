@@ -22,7 +22,7 @@ from .options import (EXIT_HOLDS, EXIT_INTERRUPTED, EXIT_VIOLATION, check_writab
                       write_trace)
 from .progress import Progress, level as progress_level
 
-DEFAULT_RUNS = 10_000
+DEFAULT_RUNS = 30_000      # walks without --runs or --time (docs/simulate.md, "Issue 42's target": why 30,000)
 
 
 @click.command()

@@ -78,6 +78,7 @@ class Model:
         # one (label, function, arguments) per possible step, labels built once
         self._steps = tuple(((name,) + args, fn, args) for name, fn, arg_list in actions for args in arg_list)
         self._by_name = {name: fn for name, fn, _ in actions}
+        self._by_label = {label: (fn, args) for label, fn, args in self._steps}
         self.invariants: Tuple[Tuple[str, Callable[[State], bool]], ...] = invariants_for(cfg)
 
     def init_states(self) -> List[State]:
@@ -92,6 +93,9 @@ class Model:
 
     def step(self, s: State, label: Label):
         """The state reached by the labelled action, or None if it is not enabled."""
+        known = self._by_label.get(label)
+        if known is not None:
+            return known[0](s, self.rules, *known[1])
         fn = self._by_name.get(label[0])
         if fn is None:
             raise ConfigError(f"unknown action {label[0]!r} in mode {self.cfg.mode}")
@@ -115,6 +119,15 @@ class Model:
     def broken_cells(self, s: State, name: str) -> List[Tuple[int, int]]:
         """The log cells (replica, offset) at fault for the invariant ``name`` in ``s``."""
         return broken_cells(dict(self.invariants)[name], s)
+
+    @property
+    def labels(self) -> Tuple[Label, ...]:
+        """Every label a step can have, in the order ``successors`` tries them.
+
+        >>> Model(Config(mode="hw", replicas=2, records=1)).labels[:3]
+        (('produce', 0), ('produce', 1), ('send_fetch', 0))
+        """
+        return tuple(label for label, _, _ in self._steps)
 
     @property
     def action_names(self) -> Tuple[str, ...]:

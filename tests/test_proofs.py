@@ -29,10 +29,24 @@ def test_there_are_proofs_and_the_readme_lists_each():
         assert f"({path.name})" in readme, path.name
 
 
+# the proof a user is most likely to check again is checked through the command line (`prove
+# --lemmas`), the others through the library: each is one z3 query, run once
+BY_CLI = "epoch-records-1-crashes-1-NoLogDivergence-NoCommittedDataLoss-ConsumerConsistency"
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("path", PROOFS, ids=[p.stem for p in PROOFS])
 def test_a_kept_proof_still_proves(path):
     doc, model = _load(path)
+    if path.stem == BY_CLI:
+        assert doc["config"]["mode"] in ("epoch", "kafka19522") and doc["config"]["records"] == 1
+        r = run_cli("prove", "--mode", "epoch", "--records", "1", "--crashes", "1", "--invariant", "NoLogDivergence",
+                    "--lemmas", path)
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert "verdict: holds at every depth" in r.stdout
+        checked = next(line for line in r.stdout.splitlines() if line.startswith("property:"))
+        assert all(goal in checked for goal in ("NoLogDivergence", "NoCommittedDataLoss", "ConsumerConsistency"))
+        return
     goals, lemmas = read_back(model, doc)
     d = check_lemmas(model, goals, lemmas)
     assert d.verdict == HOLDS, (d.verdict, d.rejected or (d.cti and d.cti.broken) or d.violated_in)
@@ -63,12 +77,3 @@ def test_the_same_lemmas_prove_nothing_where_the_invariant_breaks(name, where):
     d = check_lemmas(model, goals, lemmas)
     assert d.verdict != HOLDS
     assert d.rejected or d.cti.broken
-
-
-@pytest.mark.slow
-def test_cli_checks_a_kept_proof():
-    path = ROOT / "proofs" / "epoch-records-1-crashes-1-NoLogDivergence-NoCommittedDataLoss-ConsumerConsistency.json"
-    r = run_cli("prove", "--mode", "epoch", "--records", "1", "--crashes", "1", "--invariant", "NoLogDivergence",
-                "--lemmas", path)
-    assert r.returncode == 0, r.stdout + r.stderr
-    assert "verdict: holds at every depth" in r.stdout

@@ -210,6 +210,7 @@ def test_verify_has_the_options_it_always_had():
     assert [p.opts[0] for p in verify.params] == [
         "--mode", "--mode-file", "--replicas", "--records", "--crashes", "--power-failures", "--disk-losses",
         "--max-epoch", "--min-isr", "--acks", "--unclean-election", "--response-hw", "--follower-reads", "--kafka", "--elr",
+        "--zookeeper",
         "--model",
         "--log-size", "--max-records", "--max-leader-epoch", "--engine", "--depth", "--master", "--partitions",
         "--max-depth", "--all-invariants", "--invariant", "--out", "--force", "--quiet", "--wide", "--verbose",

@@ -475,8 +475,8 @@ def test_bmc_holds_within_a_small_depth():
     assert r.verdict == HOLDS and r.depth == 4 and not r.violations
 
 
-def _bmc_matches_bfs(cfg, only):
-    model = Model(cfg)
+def _bmc_as_short_as_bfs(model, only):
+    """bfs's shortest violation and BMC's: the same invariant and length, every depth below unsat."""
     expected = bfs(model, only=only)
     assert expected.verdict == VIOLATED
     want = expected.violations[0]
@@ -486,6 +486,12 @@ def _bmc_matches_bfs(cfg, only):
     trace = r.violations[0]
     assert (trace.invariant, trace.steps) == (want.invariant, want.steps)
     assert depths == [(k, "unsat") for k in range(want.steps)] + [(want.steps, "sat")]
+    return want, trace
+
+
+def _bmc_matches_bfs(cfg, only):
+    model = Model(cfg)
+    want, trace = _bmc_as_short_as_bfs(model, only)
     done = replay(load_itf(json.dumps(to_itf(model, trace, engine="z3"))))
     assert want.invariant in done.violated and done.trace.steps == want.steps
 
@@ -502,14 +508,8 @@ def _bmc_matches_bfs_from(name, step):
     meta = doc["#meta"]["hwcheck"]
     start = state_at(doc, step)
     model, only = StartingAt(Model(Config(**meta["config"])), start), [meta["invariant"]]
-    want = bfs(model, only=only).violations[0]
+    want, trace = _bmc_as_short_as_bfs(model, only)
     assert want.steps == len(doc["states"]) - 1 - step
-    depths = []
-    r = bmc(model, want.steps, only=only, progress=lambda k, t, a: depths.append((k, a)))
-    assert r.verdict == VIOLATED
-    trace = r.violations[0]
-    assert (trace.invariant, trace.steps) == (want.invariant, want.steps)
-    assert depths == [(k, "unsat") for k in range(want.steps)] + [(want.steps, "sat")]
     s = trace.states[0]
     assert s == start
     for label, after in zip(trace.labels, trace.states[1:]):

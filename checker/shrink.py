@@ -61,9 +61,9 @@ class OnlyActions:
         return ((label, t) for label, t in self._model.successors(s) if label[0] in self._kinds)
 
     @property
-    def labels(self):
-        """The model's labels of the given kinds (a walk then draws among those only)."""
-        return tuple(label for label in self._model.labels if label[0] in self._kinds)
+    def moves(self):
+        """The model's moves of the given kinds (a walk then draws among those only)."""
+        return tuple(move for move in self._model.moves if move[0][0] in self._kinds)
 
     def __getattr__(self, name):
         return getattr(self._model, name)

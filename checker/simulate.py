@@ -115,25 +115,26 @@ def action_kinds(model) -> Tuple[str, ...]:
 EVENT_RATES = (0.02, 0.05, 0.1, 0.2, 0.5, 1.0)
 
 
-def first_enabled(rng: random.Random, s, step, labels: Sequence[tuple]) -> Optional[tuple]:
-    """``(label, next state)`` for one of ``labels`` enabled in ``s``, each enabled one equally likely;
-    None if none is. Labels are drawn without replacement and tried with ``step`` until one is
-    enabled: the first enabled label of a random order is uniform among the enabled ones, and a walk
-    builds one successor a step instead of all of them.
+def first_enabled(rng: random.Random, s, moves: Sequence[tuple]) -> Optional[tuple]:
+    """``(label, next state)`` for one of ``moves`` (``(label, fn, args)``, the model's ``moves``)
+    enabled in ``s``, each enabled one equally likely; None if none is. Moves are drawn without
+    replacement and tried until one is enabled: the first enabled move of a random order is uniform
+    among the enabled ones, and a walk builds one successor a step instead of all of them.
 
     >>> from hwcheck.spec import Config, Model
     >>> m = Model(Config(mode="hw", records=1))
-    >>> first_enabled(random.Random(0), m.init_states()[0], m.step, m.labels)[0] in [l for l, _ in m.successors(m.init_states()[0])]
+    >>> first_enabled(random.Random(0), m.init_states()[0], m.moves)[0] in [l for l, _ in m.successors(m.init_states()[0])]
     True
     """
-    pool = list(labels)
+    pool = list(moves)
     n = len(pool)
     draw = rng.random
     while n:
         j = int(draw() * n)
-        nxt = step(s, pool[j])
+        label, fn, args = pool[j]
+        nxt = fn(s, *args)
         if nxt is not None:
-            return pool[j], nxt
+            return label, nxt
         n -= 1
         pool[j] = pool[n]
     return None
@@ -151,20 +152,20 @@ class Swarm:
     rate: float
     kinds: Optional[frozenset] = None
 
-    def groups(self, labels: Sequence[tuple]) -> Tuple[tuple, tuple, tuple]:
-        """``labels`` split into the walk's allowed events, the protocol steps, and the events it
+    def groups(self, moves: Sequence[tuple]) -> Tuple[tuple, tuple, tuple]:
+        """``moves`` split into the walk's allowed events, the protocol steps, and the events it
         leaves out (taken only when nothing else is enabled)."""
         allowed = self.events if self.kinds is None else self.events & self.kinds
-        ev = tuple(x for x in labels if x[0] in allowed)
-        proto = tuple(x for x in labels if x[0] not in self.events)
-        rest = tuple(x for x in labels if x[0] in self.events and x[0] not in allowed)
+        ev = tuple(x for x in moves if x[0][0] in allowed)
+        proto = tuple(x for x in moves if x[0][0] not in self.events)
+        rest = tuple(x for x in moves if x[0][0] in self.events and x[0][0] not in allowed)
         return ev, proto, rest
 
-    def choose(self, rng: random.Random, s, step, groups: Tuple[tuple, tuple, tuple]) -> Optional[tuple]:
+    def choose(self, rng: random.Random, s, groups: Tuple[tuple, tuple, tuple]) -> Optional[tuple]:
         """The walk's next step from ``s``: ``(label, next state)``, or None at a dead end."""
         ev, proto, rest = groups
         for group in ((ev, proto, rest) if rng.random() < self.rate else (proto, ev, rest)):
-            got = first_enabled(rng, s, step, group) if group else None
+            got = first_enabled(rng, s, group) if group else None
             if got is not None:
                 return got
         return None
@@ -182,19 +183,17 @@ def draw_swarm(rng: random.Random, events: Sequence[str]) -> Swarm:
     return Swarm(frozenset(events), rate, kinds)
 
 
-def stepper(model):
-    """``(labels, step)`` a walk draws from: the model's own (``labels``, ``step``) when it lists its
-    labels, else, per state, those of ``successors`` (built once for that state)."""
-    if has(model, "labels"):
-        every = tuple(model.labels)
-        return (lambda s: every), model.step
-    cache: dict = {}
+def _successor(s, nxt):
+    return nxt
 
-    def labels(s):
-        cache.clear()
-        cache.update(model.successors(s))
-        return tuple(cache)
-    return labels, (lambda s, label: cache.get(label))
+
+def stepper(model):
+    """The moves a walk draws from in a state: the model's own ``moves`` when it lists them (the
+    same in every state), else, per state, one per successor (built at once for that state)."""
+    if has(model, "moves"):
+        every = tuple(model.moves)
+        return lambda s: every
+    return lambda s: tuple((label, _successor, (nxt,)) for label, nxt in model.successors(s))
 
 
 def run_walks(model, first: int, last: int, *, depth: int, seed: int, swarm: bool = True,
@@ -209,8 +208,8 @@ def run_walks(model, first: int, last: int, *, depth: int, seed: int, swarm: boo
     preds = [(name, pred) for name, pred in model.invariants if only is None or name in only]
     inits = model.init_states()
     events = tuple(getattr(model, "events", ()))
-    labels_at, step = stepper(model)
-    fixed = has(model, "labels")
+    moves_at = stepper(model)
+    fixed = has(model, "moves")
     out = Batch(first)
     fps: List[int] = []
     coverage = out.coverage
@@ -224,7 +223,7 @@ def run_walks(model, first: int, last: int, *, depth: int, seed: int, swarm: boo
     for w in range(first, last):
         rng = walk_rng(seed, w)
         sw = draw_swarm(rng, events) if swarm else None
-        groups = sw.groups(labels_at(None)) if sw is not None and fixed else None
+        groups = sw.groups(moves_at(None)) if sw is not None and fixed else None
         k = rng.randrange(len(inits))
         s = inits[k]
         labels: List[tuple] = []
@@ -233,9 +232,9 @@ def run_walks(model, first: int, last: int, *, depth: int, seed: int, swarm: boo
         bad = broken(s)
         while bad is None and len(labels) < depth:
             if sw is None:
-                got = first_enabled(rng, s, step, labels_at(s))
+                got = first_enabled(rng, s, moves_at(s))
             else:
-                got = sw.choose(rng, s, step, groups if fixed else sw.groups(labels_at(s)))
+                got = sw.choose(rng, s, groups if fixed else sw.groups(moves_at(s)))
             if got is None:
                 break
             label, s = got

@@ -121,13 +121,20 @@ class Model:
         return broken_cells(dict(self.invariants)[name], s)
 
     @property
-    def labels(self) -> Tuple[Label, ...]:
-        """Every label a step can have, in the order ``successors`` tries them.
+    def moves(self) -> Tuple[Tuple[Label, Callable, tuple], ...]:
+        """Every step the model can take, as ``(label, fn, args)`` in the order ``successors`` tries
+        them: ``fn(s, *args)`` is ``step(s, label)`` without looking the label up (a random walk
+        tries about 20 of them a step).
 
-        >>> Model(Config(mode="hw", replicas=2, records=1)).labels[:3]
-        (('produce', 0), ('produce', 1), ('send_fetch', 0))
+        >>> m = Model(Config(mode="hw", replicas=2, records=1))
+        >>> [label for label, _, _ in m.moves[:3]]
+        [('produce', 0), ('produce', 1), ('send_fetch', 0)]
+        >>> label, fn, args = m.moves[0]
+        >>> fn(m.init_states()[0], *args) == m.step(m.init_states()[0], label)
+        True
         """
-        return tuple(label for label, _, _ in self._steps)
+        rules = self.rules
+        return tuple((label, fn, (rules,) + args) for label, fn, args in self._steps)
 
     @property
     def action_names(self) -> Tuple[str, ...]:

@@ -27,9 +27,10 @@ does without it where said):
 - ``action_names``: the kinds of action, and ``events``: those that happen to the brokers
   (failures, an operator's steps) rather than what they do (checker/simulate.py's swarm; none
   without them);
-- ``labels``: every label a step can have, in ``successors``' order (checker/simulate.py then
-  draws a walk's step by trying labels in a random order with ``step`` until one is enabled,
-  instead of building every successor; without it, from ``successors``);
+- ``moves``: every step the model can take, ``(label, fn, args)`` in ``successors``' order, with
+  ``fn(s, *args)`` the state ``step(s, label)`` reaches or None (checker/simulate.py then draws a
+  walk's step by trying moves in a random order until one is enabled, instead of building every
+  successor; without it, from ``successors``);
 - ``narrowed(s)``: the model with its budgets cut to what the path to ``s`` used (checker/shrink.py
   confirms a shrunk trace by a bfs of it first; without it, only of the model as it is);
 - ``itf_vars``: the names of the ITF variables (checker/trace.py; the design model's by default);
@@ -50,7 +51,7 @@ from typing import Any, Callable, Iterator, List, Optional, Protocol, Tuple, run
 
 Label = Tuple          # (action name, arguments...)
 
-OPTIONAL = ("rename", "symmetry_keys", "summary", "liveness", "fair_actions", "action_names", "events", "labels",
+OPTIONAL = ("rename", "symmetry_keys", "summary", "liveness", "fair_actions", "action_names", "events", "moves",
             "narrowed", "itf_vars", "story")
 
 

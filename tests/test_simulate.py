@@ -64,8 +64,8 @@ def test_a_step_is_drawn_uniformly_among_the_enabled_ones():
     s = m.init_states()[0]
     enabled = {label for label, _ in m.successors(s)}
     rng = random.Random(0)
-    counts = Counter(first_enabled(rng, s, m.step, m.labels)[0] for _ in range(4000))
-    assert set(counts) == enabled and len(enabled) < len(m.labels)
+    counts = Counter(first_enabled(rng, s, m.moves)[0] for _ in range(4000))
+    assert set(counts) == enabled and len(enabled) < len(m.moves)
     assert all(abs(n - 4000 / len(enabled)) < 0.15 * 4000 / len(enabled) for n in counts.values())
 
 
@@ -106,7 +106,7 @@ def test_without_loops_cuts_returns_to_a_state():
 def test_only_actions_restricts_the_successors():
     m = OnlyActions(Model(Config(mode="hw", records=1)), {"produce", "crash"})
     assert {label[0] for label, _ in m.successors(m.init_states()[0])} == {"produce", "crash"}
-    assert {label[0] for label in m.labels} == {"produce", "crash"}       # what a walk draws from
+    assert {label[0] for label, _, _ in m.moves} == {"produce", "crash"}       # what a walk draws from
     assert set(simulate(m, runs=20, depth=5, seed=0, shrink=False).coverage) <= {"produce", "crash"}
 
 

@@ -145,3 +145,15 @@ def browser_page(tmp_path):
             yield page
         finally:
             context.close()
+
+
+def pytest_collection_modifyitems(config, items):
+    """The suite runs on both cores (``-n 2 --dist loadgroup`` in pyproject.toml's addopts): each
+    test file is one group, kept on one worker with its module fixtures (a Spark session, a kept
+    proof's checks), and every test that starts Kafka brokers is in one group, "kafka", so two
+    clusters never share the two cores or race for ports. That group runs first: it is the longest
+    and mostly waits on brokers, and the files fill the other core around it."""
+    for item in items:
+        group = "kafka" if item.get_closest_marker("kafka") else item.nodeid.split("::")[0]
+        item.add_marker(pytest.mark.xdist_group(group))
+    items.sort(key=lambda item: not item.get_closest_marker("kafka"))

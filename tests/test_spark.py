@@ -221,14 +221,15 @@ def test_a_spark_run_leaves_no_temp_files(tmp_path):
 
 
 def test_without_java_spark_says_so_and_leaves_no_temp_folder(tmp_path, monkeypatch):
-    import glob
     import tempfile
     monkeypatch.delenv("JAVA_HOME", raising=False)
     monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
     monkeypatch.setenv("PATH", str(tmp_path))               # no java on it
     from pyspark import SparkContext
     monkeypatch.setattr(SparkContext, "_active_spark_context", None)   # as in a fresh process
-    before = set(glob.glob(os.path.join(tempfile.gettempdir(), "hwcheck-spark-*")))
+    scratch = tmp_path / "tmp"                               # this test's own temp folder: tests
+    scratch.mkdir()                                          # run beside it may make theirs
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
     with pytest.raises(SparkEngineError, match="Java was not found"):
         start_spark("local[1]")
-    assert set(glob.glob(os.path.join(tempfile.gettempdir(), "hwcheck-spark-*"))) == before
+    assert list(scratch.iterdir()) == []

@@ -177,3 +177,32 @@ def leader_in_office(s: State) -> int:
 
 def replica_name(r: int) -> str:
     return f"r{r}"
+
+
+_KEEP = object()
+
+
+def _generated_replace(cls):
+    """Give the NamedTuple ``cls`` a ``_replace`` generated for its fields: keyword-only arguments,
+    one positional build. ``collections.namedtuple``'s own goes through ``map`` and ``dict.pop``
+    for every field; the actions call ``_replace`` a few times on every step, and this one returns
+    the same tuple at about half the cost (tests/test_actions.py compares them). A name that is not
+    a field is refused (TypeError) as the original refuses it (ValueError).
+
+    >>> Controller(0, 1, 3, 3)._replace(epoch=2, isr=1)
+    Controller(leader=0, epoch=2, isr=1, live=3, broker_epochs=(), elr=0, last_known_elr=0)
+    """
+    fields = cls._fields
+    params = ", ".join(f"{f}=_KEEP" for f in fields)
+    values = ", ".join(f"self[{i}] if {f} is _KEEP else {f}" for i, f in enumerate(fields))
+    namespace = {"_KEEP": _KEEP, "_new": tuple.__new__, "_cls": cls}
+    exec(f"def _replace(self, /, *, {params}):\n    return _new(_cls, ({values},))\n", namespace)
+    replace = namespace["_replace"]
+    replace.__qualname__ = f"{cls.__name__}._replace"
+    replace.__doc__ = f"A new {cls.__name__} with the given fields replaced."
+    cls._replace = replace
+    return cls
+
+
+for _cls in (Fetch, FetchResponse, EpochRequest, EpochResponse, Replica, Controller, History, State):
+    _generated_replace(_cls)

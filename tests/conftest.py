@@ -147,6 +147,7 @@ def browser_page(tmp_path):
             context.close()
 
 
+@pytest.hookimpl(tryfirst=True)        # before xdist's own hook reads the groups
 def pytest_collection_modifyitems(config, items):
     """The suite runs on both cores (``-n 2 --dist loadgroup`` in pyproject.toml's addopts): each
     test file is one group, kept on one worker with its module fixtures (a Spark session, a kept

@@ -395,3 +395,27 @@ def test_config_rejects_bad_knobs(knobs, words):
 def test_epoch_is_the_newest_mode():
     from hwcheck.spec.modes import LADDER
     assert Config(mode="epoch").mode == LADDER[-1].name == Config().mode
+
+
+def test_the_generated_replace_builds_what_namedtuples_own_builds():
+    """spec/state.py gives its NamedTuples a faster ``_replace``: for every class and every subset of
+    up to three fields it returns what ``collections.namedtuple``'s ``_replace`` returns, and it
+    refuses a name that is not a field."""
+    import collections
+    import itertools
+    from hwcheck.spec import state
+    model = Model(Config(mode="kafka19522", replicas=3, power_failures=1, disk_losses=1))
+    s = run_labels(model, [("produce", 0), ("send_fetch", 1)])[-1]
+    samples = [s, s.controller, s.history, s.replicas[0], s.inflight[1], Fetch(FETCH, 0, 1, 2),
+               FetchResponse(FETCH_RESPONSE, 0, ((0, 0),), 1, 1), state.EpochRequest(state.EPOCH_REQUEST, 0, 1, 0),
+               state.EpochResponse(state.EPOCH_RESPONSE, 0, 1, 1)]
+    for obj in samples:
+        cls = type(obj)
+        original = collections.namedtuple(cls.__name__, cls._fields)._replace
+        for k in range(4):
+            for fields in itertools.combinations(cls._fields, k):
+                changes = {f: ("new", f) for f in fields}
+                got = obj._replace(**changes)
+                assert type(got) is cls and tuple(got) == tuple(original(obj, **changes))
+        with pytest.raises(TypeError, match="unexpected keyword argument 'no_such_field'"):
+            obj._replace(no_such_field=1)

@@ -147,14 +147,37 @@ def browser_page(tmp_path):
             context.close()
 
 
-@pytest.hookimpl(tryfirst=True)        # before xdist's own hook reads the groups
+# the files whose tests start Kafka brokers (marked kafka): one group on the workers, run first
+KAFKA_FILES = ("tests/test_reproduce_kafka.py", "tests/test_fence_kafka.py")
+
+
 def pytest_collection_modifyitems(config, items):
-    """The suite runs on both cores (``-n 2 --dist loadgroup`` in pyproject.toml's addopts): each
-    test file is one group, kept on one worker with its module fixtures (a Spark session, a kept
-    proof's checks), and every test that starts Kafka brokers is in one group, "kafka", so two
-    clusters never share the two cores or race for ports. That group runs first: it is the longest
-    and mostly waits on brokers, and the files fill the other core around it."""
-    for item in items:
-        group = "kafka" if item.get_closest_marker("kafka") else item.nodeid.split("::")[0]
-        item.add_marker(pytest.mark.xdist_group(group))
-    items.sort(key=lambda item: not item.get_closest_marker("kafka"))
+    """The real-cluster tests first: with the suite on both cores they are the longest group and
+    mostly wait on brokers, and the files fill the other core around them."""
+    strays = {item.nodeid for item in items if item.get_closest_marker("kafka")} - {
+        item.nodeid for item in items if item.nodeid.split("::")[0] in KAFKA_FILES}
+    assert not strays, f"tests marked kafka outside KAFKA_FILES (tests/conftest.py): {sorted(strays)}"
+    items.sort(key=lambda item: item.nodeid.split("::")[0] not in KAFKA_FILES)
+
+
+class _ByFile:
+    """The suite runs on both cores (``-n 2`` in pyproject.toml's addopts): each test file is one
+    unit of work kept on one worker with its module fixtures (a Spark session, the kept proofs'
+    checks), and the files that start Kafka brokers are one unit, so two clusters never share the
+    two cores or race for ports. (xdist's own ``--dist loadgroup`` marks groups by rewriting node ids,
+    which pytest 9.2 no longer allows; the unit is derived from the node id here instead.)"""
+
+    @pytest.hookimpl
+    def pytest_xdist_make_scheduler(self, config, log):
+        from xdist.scheduler import LoadScopeScheduling
+
+        class ByFile(LoadScopeScheduling):
+            def _split_scope(self, nodeid):
+                path = nodeid.split("::")[0]
+                return "kafka" if path in KAFKA_FILES else path
+        return ByFile(config, log)
+
+
+def pytest_configure(config):
+    if config.pluginmanager.hasplugin("xdist"):
+        config.pluginmanager.register(_ByFile(), "hwcheck-by-file")

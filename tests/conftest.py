@@ -175,6 +175,7 @@ class _ByFile:
             def _split_scope(self, nodeid):
                 path = nodeid.split("::")[0]
                 return "kafka" if path in KAFKA_FILES else path
+        config.option.loadscopereorder = False       # keep the order of the items (below)
         return ByFile(config, log)
 
 

@@ -147,38 +147,52 @@ def browser_page(tmp_path):
             context.close()
 
 
-# the files whose tests start Kafka brokers (marked kafka): one group on the workers, run first
+# the files whose tests start Kafka brokers (marked kafka): one unit of work on the workers, run first
 KAFKA_FILES = ("tests/test_reproduce_kafka.py", "tests/test_fence_kafka.py")
+# the files with module-scoped fixtures (a Spark session, a cluster, a proof shared by their tests):
+# each one unit, so that its fixture is built once; every other test is a unit of its own
+WHOLE_FILES = ("tests/test_lemma_file.py", "tests/test_spark.py", "tests/test_spark_cluster.py", "tests/test_variants.py")
+
+
+def _file(nodeid: str) -> str:
+    return nodeid.split("::")[0]
 
 
 def pytest_collection_modifyitems(config, items):
-    """The real-cluster tests first: with the suite on both cores they are the longest group and
-    mostly wait on brokers, and the files fill the other core around them."""
-    strays = {item.nodeid for item in items if item.get_closest_marker("kafka")} - {
-        item.nodeid for item in items if item.nodeid.split("::")[0] in KAFKA_FILES}
-    assert not strays, f"tests marked kafka outside KAFKA_FILES (tests/conftest.py): {sorted(strays)}"
-    items.sort(key=lambda item: item.nodeid.split("::")[0] not in KAFKA_FILES)
+    """The real-cluster tests first: with the suite on both cores they are the longest unit and
+    mostly wait on brokers, and the other tests fill the other core around them. Refuses a test
+    marked kafka outside KAFKA_FILES and a module fixture outside WHOLE_FILES (the units would split
+    what must stay together)."""
+    strays = sorted(item.nodeid for item in items
+                    if item.get_closest_marker("kafka") and _file(item.nodeid) not in KAFKA_FILES)
+    assert not strays, f"tests marked kafka outside KAFKA_FILES (tests/conftest.py): {strays}"
+    shared = sorted({_file(item.nodeid) for item in items
+                     for defs in getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {}).values()
+                     for d in defs if d.scope in ("module", "package", "class") and _file(item.nodeid) not in
+                     WHOLE_FILES + KAFKA_FILES})
+    assert not shared, f"module-scoped fixtures in files outside WHOLE_FILES (tests/conftest.py): {shared}"
+    items.sort(key=lambda item: _file(item.nodeid) not in KAFKA_FILES)
 
 
-class _ByFile:
-    """The suite runs on both cores (``-n 2`` in pyproject.toml's addopts): each test file is one
-    unit of work kept on one worker with its module fixtures (a Spark session, the kept proofs'
-    checks), and the files that start Kafka brokers are one unit, so two clusters never share the
-    two cores or race for ports. (xdist's own ``--dist loadgroup`` marks groups by rewriting node ids,
-    which pytest 9.2 no longer allows; the unit is derived from the node id here instead.)"""
+class _Units:
+    """The suite runs on both cores (``-n 2`` in pyproject.toml's addopts). Units of work go to
+    whichever worker is free, in the items' order: the real-cluster files as one unit (two clusters
+    never share the two cores or race for ports), each of WHOLE_FILES as one, every other test as
+    one. (xdist's own ``--dist loadgroup`` marks groups by rewriting node ids, which pytest 9.2 no
+    longer allows; the unit is derived from the node id here instead.)"""
 
     @pytest.hookimpl
     def pytest_xdist_make_scheduler(self, config, log):
         from xdist.scheduler import LoadScopeScheduling
 
-        class ByFile(LoadScopeScheduling):
+        class Units(LoadScopeScheduling):
             def _split_scope(self, nodeid):
-                path = nodeid.split("::")[0]
-                return "kafka" if path in KAFKA_FILES else path
-        config.option.loadscopereorder = False       # keep the order of the items (below)
-        return ByFile(config, log)
+                path = _file(nodeid)
+                return "kafka" if path in KAFKA_FILES else path if path in WHOLE_FILES else nodeid
+        config.option.loadscopereorder = False       # keep the order of the items (above)
+        return Units(config, log)
 
 
 def pytest_configure(config):
     if config.pluginmanager.hasplugin("xdist"):
-        config.pluginmanager.register(_ByFile(), "hwcheck-by-file")
+        config.pluginmanager.register(_Units(), "hwcheck-units")

@@ -160,7 +160,8 @@ def _file(nodeid: str) -> str:
 
 def pytest_collection_modifyitems(config, items):
     """The real-cluster tests first: with the suite on both cores they are the longest unit and
-    mostly wait on brokers, and the other tests fill the other core around them. Refuses a test
+    mostly wait on brokers, and the other tests fill the other core around them; then the whole
+    files (the next longest units), so that no long unit starts last. Refuses a test
     marked kafka outside KAFKA_FILES and a module fixture outside WHOLE_FILES (the units would split
     what must stay together)."""
     strays = sorted(item.nodeid for item in items
@@ -171,7 +172,7 @@ def pytest_collection_modifyitems(config, items):
                      for d in defs if d.scope in ("module", "package", "class") and _file(item.nodeid) not in
                      WHOLE_FILES + KAFKA_FILES})
     assert not shared, f"module-scoped fixtures in files outside WHOLE_FILES (tests/conftest.py): {shared}"
-    items.sort(key=lambda item: _file(item.nodeid) not in KAFKA_FILES)
+    items.sort(key=lambda item: (_file(item.nodeid) not in KAFKA_FILES, _file(item.nodeid) not in WHOLE_FILES))
 
 
 class _Units:

@@ -123,7 +123,13 @@ def covering_sample(mode, per_mode=AGREE_PER_MODE, per_action=AGREE_PER_ACTION, 
     return out
 
 
-@pytest.mark.parametrize("mode", list(AGREEMENT_RUNS))
+# the quick subset (-m 'not slow') samples the oldest, first-epoch, fenced and newest rungs; the full
+# suite every rung (each 4-10 s)
+QUICK_RUNGS = ("hw", "kip101", "kip320", "kafka19522")
+
+
+@pytest.mark.parametrize("mode", [m if m in QUICK_RUNGS else pytest.param(m, marks=pytest.mark.slow)
+                                  for m in AGREEMENT_RUNS])
 def test_encoding_agrees_with_spec_on_sampled_states(mode):
     from collections import Counter
     pairs = covering_sample(mode)

@@ -167,6 +167,30 @@ def _expand_in_worker(task):
     return _ACTIVE.expand(task)
 
 
+class _DeferredCtrlC:
+    """While a pool expands a level, Ctrl-C only sets ``hit``; the search raises KeyboardInterrupt
+    itself between two results, never inside multiprocessing's locks and threads, where an
+    exception can leave the pool unable to terminate (a verify on a loaded machine once hung after
+    Ctrl-C, tests/test_ux.py). Only the main thread can own a signal handler: elsewhere ``arm`` does
+    nothing and Ctrl-C is raised where it lands, as before."""
+
+    def __init__(self) -> None:
+        self.hit, self._old = False, None
+
+    def _record(self, signum, frame) -> None:
+        self.hit = True
+
+    def arm(self) -> None:
+        import threading
+        if threading.current_thread() is threading.main_thread():
+            self._old = signal.signal(signal.SIGINT, self._record)
+
+    def disarm(self) -> None:
+        if self._old is not None:
+            signal.signal(signal.SIGINT, self._old)
+            self._old = None
+
+
 def _worker_ignores_ctrl_c() -> None:
     """A worker leaves Ctrl-C to the parent: a terminal sends SIGINT to the whole process group,
     and the parent, which stops the search and terminates the pool, is the one to report it (a
@@ -329,9 +353,11 @@ def bfs(model, *, max_depth: Optional[int] = None, all_invariants: bool = False,
             queued = 0
             tasks = _tasks(search.frontier)
             pool = None
+            ctrl_c = _DeferredCtrlC()
             try:
                 if workers > 1 and sum(len(keep) for _, keep, _ in search.frontier) >= PARALLEL_LEVEL:
                     import multiprocessing
+                    ctrl_c.arm()
                     _ACTIVE = search
                     rss_at_fork = peak_rss_mb()
                     # SIGINT is blocked while the workers fork (each starts with it blocked, then
@@ -345,6 +371,8 @@ def bfs(model, *, max_depth: Optional[int] = None, all_invariants: bool = False,
                 else:
                     results = (search.expand(task) for task in tasks)
                 for pos, ppos, fps, viol, blobs, n, rss, pid in results:
+                    if ctrl_c.hit:
+                        raise KeyboardInterrupt
                     if pool is not None:
                         worker_rss[pid] = max(worker_rss.get(pid, 0.0), rss)
                     fresh = table.add_new(fps, distinct=True)
@@ -381,6 +409,9 @@ def bfs(model, *, max_depth: Optional[int] = None, all_invariants: bool = False,
                     pool.terminate()
                     pool.join()
                     _ACTIVE = None
+                ctrl_c.disarm()
+            if ctrl_c.hit:                  # pressed while the level's last results came in
+                raise KeyboardInterrupt
             depth += 1 if (next_frontier or stop) else 0
             search.frontier = next_frontier
             if progress is not None and not stop:

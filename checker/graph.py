@@ -13,14 +13,14 @@
 >>> m = Model(Config(mode="hw", records=1, crashes=1, max_epoch=1, acks="1"))
 >>> g = explore(m)
 >>> g.number_of_nodes(), min(d["depth"] for _, d in g.nodes(data=True) if d["violated"])
-(1049, 3)
+(1496, 3)
 >>> q = symmetry_quotient(g, m)
 >>> q.number_of_nodes() == g.number_of_nodes(), shortest_violation(q)[0]
 (True, 3)
 >>> m3 = Model(Config(mode="hw", replicas=3, records=1, crashes=0, max_epoch=1, acks="1"))
 >>> g3 = explore(m3)
 >>> g3.number_of_nodes(), symmetry_quotient(g3, m3).number_of_nodes()
-(400, 211)
+(1104, 571)
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from .estimate import estimate_states
 from .symmetry import canonical_form, inverse, rename_label
 from .result import Trace
 
-# the main job's defaults (`verify --liveness --mode=epoch`: 183,385 nodes, about 0.6 GB) fit, with room
+# the main job's defaults (`verify --liveness --mode=epoch`: 287,803 nodes) fit, with room
 DEFAULT_MAX_NODES = 500_000
 FORMATS = (".dot", ".graphml", ".json")
 

@@ -25,7 +25,7 @@ unrestricted bfs (``hwcheck verify``) can still be shorter where a larger budget
 >>> walk = simulate(m, runs=2000, depth=30, seed=3, shrink=False).violations[0]
 >>> short, note = shrink_trace(m, walk)
 >>> walk.invariant, walk.steps, short.steps
-('NoCommittedDataLoss', 16, 5)
+('NoCommittedDataLoss', 13, 5)
 >>> [m.format_label(label) for label in short.labels]
 ['produce(r0)', 'shrink_isr(r0,r1)', 'power_fail(r0)', 'restart(r0)', 'become_leader(r0)']
 >>> note.split(":")[0]

@@ -60,7 +60,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 import z3
 
 from hwcheck.spec import ConfigError
-from hwcheck.spec.actions import ACTIONS, TERMS
+from hwcheck.spec.actions import ACTIONS, TERMS, _caught_up_waiting_terms
 from hwcheck.spec.log import assign_0_11, assign_2_1, end_offset_for_0_11, end_offset_for_2_0, end_offset_for_2_1
 from hwcheck.spec.terms import (EPOCH_REQUEST, EPOCH_RESPONSE, FETCH, FETCH_RESPONSE, FETCHING, FOLLOWER, LEADER,
                                 NO_MESSAGE, NONE, TRUNCATING_AGAIN, UNDEFINED, ZERO, SCtl, SHist, SMsg, SRep, SState,
@@ -296,7 +296,8 @@ class Encoding:
                         pairs(f"{p}r{r}cache", C) if cached else (ZERO,) * C,
                         I(f"{p}r{r}clen") if cached else 0, I(f"{p}r{r}trunc") if self.truncates else FETCHING,
                         tuple(I(f"{p}r{r}remote{x}") for x in range(n)), ints(f"{p}r{r}rbe", mode.broker_epochs),
-                        B(f"{p}r{r}clean") if mode.elr else False, B(f"{p}r{r}fenced") if self.fences else False)
+                        B(f"{p}r{r}clean") if mode.elr else False, B(f"{p}r{r}fenced") if self.fences else False,
+                        tuple(I(f"{p}r{r}fetchleo{x}") for x in range(n)), tuple(B(f"{p}r{r}caught{x}") for x in range(n)))
         reps = tuple(rep(r) for r in range(n))
         ctl = SCtl(I(f"{p}c_leader"), I(f"{p}c_epoch"), tuple(B(f"{p}c_isr{x}") for x in range(n)),
                    tuple(B(f"{p}c_live{x}") for x in range(n)), ints(f"{p}c_bepoch", mode.broker_epochs),
@@ -339,7 +340,8 @@ class Encoding:
             reps.append(SRep(bool(rep.alive), rep.role, rep.leader_epoch, rep.leader, bits(rep.isr),
                              slots(rep.log, L), len(rep.log), rep.hw, rep.flushed, slots(rep.epoch_cache, C),
                              len(rep.epoch_cache), rep.truncating, remote, rbe, bool(rep.clean_shutdown),
-                             bool(rep.leader_fenced)))
+                             bool(rep.leader_fenced), tuple(rep.remote_fetch_leo) if rep.remote_fetch_leo else (0,) * n,
+                             bits(rep.remote_caught_up)))
         msgs = []
         for m in s.inflight:
             if not m:
@@ -388,7 +390,8 @@ class Encoding:
             reps.append(Replica(int(r.alive), r.role, r.leader_epoch, r.leader, mask(r.isr), tuple(r.log[:r.leo]), r.hw,
                                 r.flushed, tuple(r.epoch_cache[:r.clen]), r.truncating, tuple(r.remote_leo) if leads else (),
                                 tuple(r.remote_broker_epoch) if leads else (), int(r.clean_shutdown),
-                                int(r.leader_fenced)))
+                                int(r.leader_fenced), tuple(r.remote_fetch_leo) if leads else (),
+                                mask(r.remote_caught_up)))
         inflight = []
         for m in v.msgs:
             if m.kind == NO_MESSAGE:
@@ -477,6 +480,10 @@ class Encoding:
             cs.append(o.If(r.role == LEADER, rng(x, UNDEFINED, L), x == 0))
         for x in r.remote_broker_epoch:
             cs.append(o.If(r.role == LEADER, rng(x, UNDEFINED, self.max_broker_epoch), x == 0))
+        for x in r.remote_fetch_leo:
+            cs.append(o.If(r.role == LEADER, rng(x, UNDEFINED, L), x == 0))
+        for x, b in enumerate(r.remote_caught_up):      # only a leader's followers outside its ISR view
+            cs.append(o.Or(o.Not(b), o.And(r.role == LEADER, o.Not(r.isr[x]))))
         return o.And(*cs)
 
     def _wf_ctl(self, c: SCtl):
@@ -707,9 +714,10 @@ class Encoding:
         """actions.advance_hw (with strict min ISR, KAFKA-15583: not below min.insync.replicas)."""
         o, rep, cfg = self.o, s.reps[l], self.cfg
         low = rep.leo
+        caught = _caught_up_waiting_terms(self, s, l)
         for f in range(self.n):
             if f != l:
-                low = o.If(rep.isr[f], tmin(o, low, rep.remote_leo[f]), low)
+                low = o.If(o.Or(rep.isr[f], caught[f]), tmin(o, low, rep.remote_leo[f]), low)
         h = s.hist
         exposed = tuple(o.If(o.And(j >= h.xlen, j < low), rep.log[j][0], x) for j, x in enumerate(h.exposed))
         xepoch = tuple(o.If(o.And(j >= h.xlen, j < low), rep.leader_epoch, x) for j, x in enumerate(h.exposed_epoch))
@@ -763,7 +771,7 @@ class Encoding:
         n = self.n
         return rep._replace(alive=False, role=NONE, leader_epoch=UNDEFINED, leader=UNDEFINED, isr=(False,) * n,
                             truncating=FETCHING, remote_leo=(0,) * n, remote_broker_epoch=(0,) * len(rep.remote_broker_epoch),
-                            leader_fenced=False)
+                            leader_fenced=False, remote_fetch_leo=(0,) * n, remote_caught_up=(False,) * n)
 
     def abandon(self, s: SState, f: int) -> SState:
         """actions._abandon: f's outstanding message goes; a Fetch becomes its stale request

@@ -327,6 +327,7 @@ JS = r"""
       if (rep.epoch_cache) info.push("cache " + (rep.epoch_cache.map((c) => `e${c.epoch}@${c.start_offset}`).join(" ") || "\u00b7"));
       if (rep.isr) info.push("ISR {" + rep.isr["#set"].join(",") + "}");
       if (rep.remote_leo) info.push("remote LEO " + Object.entries(rep.remote_leo).map(([f, v]) => `${f}:${v < 0 ? "?" : v}`).join(" "));
+      if (rep.remote_caught_up && rep.remote_caught_up["#set"].length) info.push("caught up {" + rep.remote_caught_up["#set"].join(",") + "}");
       info.forEach((t, k) => infos.push(el(g, "text", {x: LEFT + LOGW + 10, y: y + 4 + 15 * k, "font-size": 12,
                                                         fill: "#444", class: "info"}, t)));
     });

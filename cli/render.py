@@ -117,6 +117,9 @@ def replica_parts(model, rep, r: int) -> List[Tuple[str, str]]:
         remote = ",".join(f"{replica_name(f)}:{'?' if v == UNDEFINED else v}"
                           for f, v in enumerate(rep.remote_leo) if f != r)
         parts.append(("rl", f"rl={remote}"))
+        if rep.remote_caught_up:      # caught up outside the ISR: the HW waits for them too
+            parts.append(("cu", "cu=" + ",".join(replica_name(f) for f in range(len(rep.remote_leo))
+                                                 if rep.remote_caught_up >> f & 1)))
     return parts
 
 

@@ -37,7 +37,7 @@ KINDS = {
     "follower_handle_fetch": "replication", "follower_handle_old_response": "replication",
     "send_epoch_request": "replication", "leader_handle_epoch_request": "replication",
     "follower_handle_epoch_response": "replication", "reject_request": "replication",
-    "shrink_isr": "replication", "flush": "replication",
+    "shrink_isr": "replication", "lag_expires": "replication", "flush": "replication",
     "crash": "faults", "power_fail": "faults", "lose_disk": "faults", "restart": "faults",
     "controlled_shutdown": "faults", "controlled_shutdown_leader": "faults", "session_expire": "faults",
     "session_expire_leader": "faults", "controller_handle_failure_leader": "controller",

@@ -176,7 +176,11 @@ def _drop_messages_to(s: State, r: int) -> State:
 
 def advance_hw(s: State, l: int, rules: Rules) -> State:
     """maybeIncrementLeaderHW: leader HW = max(HW, min LEO over its ISR view), using the remote
-    LEOs it learned from fetches (seed 000 §四, seed 001: max[Leader HW, min(All LEO)]).
+    LEOs it learned from fetches (seed 000 §四, seed 001: max[Leader HW, min(All LEO)]). The min also
+    takes every follower outside the ISR that caught up within replica.lag.time.max.ms
+    (``remote_caught_up``: ``curTime - lastCaughtUpTimeMs <= replicaLagTimeMaxMs``,
+    Partition.maybeIncrementLeaderHW @0.10.2.1, @2.8.1 over the maximal ISR); from 3.6 only one the
+    leader would add to the ISR (``shouldWaitForReplicaToJoinIsr``, ``_isr_eligible``).
 
     History: offsets newly below a leader's HW are what a consumer can read; with acks=all a
     record this leader appended in its current epoch is acknowledged once the HW passes it and
@@ -185,8 +189,11 @@ def advance_hw(s: State, l: int, rules: Rules) -> State:
     if rules.mode.strict_min_isr and _size(rep.isr) < rules.cfg.min_isr:
         return s
     low = rep.leo
+    waits = rep.isr
+    if rep.remote_caught_up:
+        waits |= _caught_up_waiting(s, rules, l)
     for f in range(rules.n):
-        if f != l and rep.isr >> f & 1:
+        if f != l and waits >> f & 1:
             low = min(low, rep.remote_leo[f])
     if low <= rep.hw:
         return s
@@ -205,6 +212,71 @@ def advance_hw(s: State, l: int, rules: Rules) -> State:
         acked = tuple(acked)
     s = _set(s, l, rep._replace(hw=low))
     return s._replace(history=h._replace(exposed=exposed, acked=acked, exposed_epoch=exposed_epoch))
+
+
+def _caught_up_waiting(s: State, rules: Rules, l: int) -> int:
+    """The followers outside l's ISR view its HW waits for: caught up within the lag window and, from
+    3.6, ISR-eligible (Partition.maybeIncrementLeaderHW, ``shouldWaitForReplicaToJoinIsr`` @3.6.0)."""
+    caught = s.replicas[l].remote_caught_up
+    if not rules.mode.caught_up_needs_eligible:
+        return caught
+    return sum(1 << f for f in range(rules.n) if caught >> f & 1 and _isr_eligible(s, rules, l, f))
+
+
+def _caught_up_waiting_terms(enc, s: SState, l: int):
+    """The z3 twin of ``_caught_up_waiting``: n booleans."""
+    caught = s.reps[l].remote_caught_up
+    if not enc.mode.caught_up_needs_eligible:
+        return caught
+    return tuple(enc.o.And(b, _isr_eligible_terms(enc, s, l, f)) for f, b in enumerate(caught))
+
+
+def _isr_eligible(s: State, rules: Rules, l: int, f: int) -> bool:
+    """Whether the leader l would add f to the ISR as far as f's broker goes (Partition
+    .isReplicaIsrEligible @3.3.0, @3.9.0): live in the metadata (KIP-841: ZooKeeper registered,
+    KRaft unfenced), and from KIP-903 the broker epoch f's last Fetch carried is the registered one."""
+    c = s.controller
+    if rules.mode.isr_only_live and not c.live >> f & 1:
+        return False
+    return not (rules.mode.broker_epochs and s.replicas[l].remote_broker_epoch[f] != c.broker_epochs[f])
+
+
+def _isr_eligible_terms(enc, s: SState, l: int, f: int):
+    """The z3 twin of ``_isr_eligible``."""
+    o, ok = enc.o, True
+    if enc.mode.isr_only_live:
+        ok = o.And(ok, s.ctl.live[f])
+    if enc.mode.broker_epochs:
+        ok = o.And(ok, s.reps[l].remote_broker_epoch[f] == s.ctl.broker_epochs[f])
+    return ok
+
+
+def lag_expires(s: State, rules: Rules, l: int, f: int) -> Optional[State]:
+    """replica.lag.time.max.ms passes for a follower outside the leader's ISR view: first since it
+    last caught up (``remote_caught_up``: the HW no longer waits for it), then since its last Fetch
+    (``remote_fetch_leo``: its next Fetch can no longer count as caught up at the time of that one).
+    Kafka reads the clock in the fetch handler and maybeIncrementLeaderHW (Replica.isCaughtUp,
+    updateFetchStateOrThrow @3.9.0); nothing recomputes the HW when a window closes: the next
+    produce or Fetch does. The model has no clock: the window may close after any step."""
+    rep = s.replicas[l]
+    if not (f != l and rep.alive and rep.role == LEADER and not rep.isr >> f & 1):
+        return None
+    if rep.remote_caught_up >> f & 1:
+        return _set(s, l, rep._replace(remote_caught_up=rep.remote_caught_up & ~(1 << f)))
+    if rep.remote_fetch_leo[f] == UNDEFINED:
+        return None
+    fetch_leo = rep.remote_fetch_leo
+    return _set(s, l, rep._replace(remote_fetch_leo=fetch_leo[:f] + (UNDEFINED,) + fetch_leo[f + 1:]))
+
+
+def lag_expires_terms(enc, s, l, f):
+    """The z3 twin of ``lag_expires``: (guard, next state) over the encoding's terms (checker/symbolic.py)."""
+    o, rep = enc.o, s.reps[l]
+    caught = rep.remote_caught_up[f]
+    guard = o.And(rep.alive, rep.role == LEADER, o.Not(rep.isr[f]), o.Or(caught, rep.remote_fetch_leo[f] != UNDEFINED))
+    lapsed = rep._replace(remote_caught_up=enc.bit(rep.remote_caught_up, f, False))
+    forgotten = rep._replace(remote_fetch_leo=tuple(UNDEFINED if x == f else v for x, v in enumerate(rep.remote_fetch_leo)))
+    return guard, enc.set_replica(s, l, ite(o, caught, lapsed, forgotten))
 
 
 NO_ENTRY = (UNDEFINED, UNDEFINED)
@@ -362,7 +434,12 @@ def _read_for_follower(s: State, rules: Rules, l: int, f: int, msg: Fetch):
     fixed in 2.7.2/2.8.1/3.0.0: ReplicaManager.updateFollowerFetchState skips a read result with a
     diverging epoch), so no expansion either; before the fix its offset became f's LEO all the same
     (``diverging_fetch_updates_follower``). From 3.5 the Fetch's broker epoch is kept beside the LEO
-    (KIP-903, Partition.updateFollowerFetchState)."""
+    (KIP-903, Partition.updateFollowerFetchState). The same update keeps f's caught-up time
+    (Replica.updateLogReadResult @0.10.2.1, updateFetchStateOrThrow @3.9.0): a Fetch at or past the
+    leader's LEO catches f up now, one at or past the LEO the leader had at f's previous (recent)
+    Fetch catches it up as of then (``remote_caught_up``), and the LEO now is kept for the next.
+    The HW is recomputed on every Fetch until 2.3, from 2.4 only on one that moved f's LEO
+    (``hw_after_follower_leo_change``, Partition.updateFollowerFetchState @2.4.1)."""
     leader, mode = s.replicas[l], rules.mode
     offset = msg.fetch_offset
     diverging = _diverging(rules, leader, msg)        # checked before the read (readRecords @2.8.0)
@@ -370,12 +447,20 @@ def _read_for_follower(s: State, rules: Rules, l: int, f: int, msg: Fetch):
         return s, _response(l, (), leader.hw, leader.leo, ())
     hw_before = leader.hw
     if not diverging or mode.diverging_fetch_updates_follower:
+        moved = offset != leader.remote_leo[f]
         remote = leader.remote_leo[:f] + (offset,) + leader.remote_leo[f + 1:]
-        leader = leader._replace(remote_leo=remote)
+        fetch_leo = leader.remote_fetch_leo
+        caught_up = leader.remote_caught_up
+        if not leader.isr >> f & 1 and (offset >= leader.leo or UNDEFINED != fetch_leo[f] <= offset):
+            caught_up |= 1 << f
+        leader = leader._replace(remote_leo=remote, remote_caught_up=caught_up,
+                                 remote_fetch_leo=fetch_leo[:f] + (leader.leo,) + fetch_leo[f + 1:])
         if mode.broker_epochs:
             epochs = leader.remote_broker_epoch
             leader = leader._replace(remote_broker_epoch=epochs[:f] + (msg.broker_epoch,) + epochs[f + 1:])
-        s = advance_hw(_maybe_expand_isr(_set(s, l, leader), rules, l, f), l, rules)
+        s = _maybe_expand_isr(_set(s, l, leader), rules, l, f)
+        if moved or not mode.hw_after_follower_leo_change:     # 2.4+: only when f's LEO moved
+            s = advance_hw(s, l, rules)
         leader = s.replicas[l]
     hw = hw_before if rules.cfg.response_hw == "before" else leader.hw
     records = () if diverging else leader.log[offset:]
@@ -391,8 +476,17 @@ def _read_for_follower_terms(enc, s: SState, l: int, f: int, m):
     no_cd = (UNDEFINED, UNDEFINED) if enc.tof else ()
     remote = tuple(offset if x == f else v for x, v in enumerate(leader.remote_leo))
     rbe = tuple(m.d if x == f else v for x, v in enumerate(leader.remote_broker_epoch))   # empty without broker epochs
-    t = enc.set_replica(s, l, leader._replace(remote_leo=remote, remote_broker_epoch=rbe))
-    t = enc.advance_hw(_maybe_expand_isr_terms(enc, t, l, f), l)
+    fetch_leo = leader.remote_fetch_leo
+    caught = o.And(o.Not(leader.isr[f]), o.Or(offset >= leader.leo, o.And(fetch_leo[f] != UNDEFINED, offset >= fetch_leo[f])))
+    caught_up = tuple(o.Or(v, caught) if x == f else v for x, v in enumerate(leader.remote_caught_up))
+    fetch_leo = tuple(leader.leo if x == f else v for x, v in enumerate(fetch_leo))
+    t = enc.set_replica(s, l, leader._replace(remote_leo=remote, remote_broker_epoch=rbe, remote_caught_up=caught_up,
+                                              remote_fetch_leo=fetch_leo))
+    t = _maybe_expand_isr_terms(enc, t, l, f)
+    if enc.mode.hw_after_follower_leo_change:      # actions._read_for_follower, 2.4+: only when f's LEO moved
+        t = ite(o, offset != leader.remote_leo[f], enc.advance_hw(t, l), t)
+    else:
+        t = enc.advance_hw(t, l)
     if not mode.diverging_fetch_updates_follower:
         # actions._read_for_follower, KAFKA-13141's fix: a diverging Fetch leaves f's fetch state alone
         t = ite(o, diverging, s, t)
@@ -1208,10 +1302,30 @@ def become_leader(s: State, rules: Rules, r: int) -> Optional[State]:
     else:
         remote = (UNDEFINED,) * rules.n
         epochs = (UNDEFINED,) * rules.n if rules.mode.broker_epochs else ()
+    fetch_leo, caught_up = _reset_fetch_state(rep, c, rules.n, isr_update)
     rep = rep._replace(role=LEADER, leader_epoch=c.epoch, leader=r, isr=c.isr, truncating=FETCHING,
-                       remote_leo=remote, remote_broker_epoch=epochs, epoch_cache=cache)
+                       remote_leo=remote, remote_broker_epoch=epochs, epoch_cache=cache,
+                       remote_fetch_leo=fetch_leo, remote_caught_up=caught_up)
     s = _leave_fetcher(_set(s, r, rep), rules, r)
     return advance_hw(s, r, rules)
+
+
+def _reset_fetch_state(rep: Replica, c: Controller, n: int, isr_update: bool):
+    """What Partition.makeLeader does to its followers' fetch state (``remote_fetch_leo``,
+    ``remote_caught_up``) on a new leader epoch (Replica.resetReplicaState @3.4.0, @3.9.0): a broker
+    that was not leader forgets every follower's last Fetch; one re-elected keeps its LEO as the last
+    Fetch's of the ISR members (caught up now), and forgets the others' (their last fetch time 0).
+    Every follower's caught-up time is now for ISR members, 0 for the others: no bit is set. At
+    the same epoch (KRaft 3.6+, ``isr_update``) nothing is reset; a follower the controller took out of
+    the ISR keeps the caught-up time it had, which the model does not hold for ISR members: its bit
+    is set, and ``lag_expires`` may clear it at once. (0.10-2.8 reset on every LeaderAndIsr and kept
+    every follower's last Fetch on a re-election, Replica.resetLastCaughtUpTime @2.8.1: the model
+    follows 3.x.)"""
+    if isr_update:
+        return rep.remote_fetch_leo, (rep.remote_caught_up | rep.isr) & ~c.isr & ~(1 << rep.leader)
+    if rep.role != LEADER:
+        return (UNDEFINED,) * n, 0
+    return tuple(rep.leo if c.isr >> f & 1 and f != rep.leader else UNDEFINED for f in range(n)), 0
 
 
 def become_leader_terms(enc, s, r):
@@ -1225,8 +1339,14 @@ def become_leader_terms(enc, s, r):
         cache, clen = enc.assign(cache, clen, c.epoch, rep.leo)
     remote = ite(o, rep.role == LEADER, rep.remote_leo, (UNDEFINED,) * enc.n)
     rbe = ite(o, rep.role == LEADER, rep.remote_broker_epoch, (UNDEFINED,) * len(rep.remote_broker_epoch))
+    # actions._reset_fetch_state
+    reelected = tuple(o.If(o.And(c.isr[f], f != r), rep.leo, UNDEFINED) for f in range(enc.n))
+    fetch_leo = ite(o, isr_update, rep.remote_fetch_leo, ite(o, rep.role == LEADER, reelected, (UNDEFINED,) * enc.n))
+    kept = tuple(o.And(o.Or(b, rep.isr[f]), o.Not(c.isr[f]), f != r) for f, b in enumerate(rep.remote_caught_up))
+    caught_up = ite(o, isr_update, kept, (False,) * enc.n)
     new = rep._replace(role=LEADER, leader_epoch=c.epoch, leader=r, isr=c.isr, truncating=FETCHING, remote_leo=remote,
-                       remote_broker_epoch=rbe, epoch_cache=cache, clen=clen)
+                       remote_broker_epoch=rbe, epoch_cache=cache, clen=clen, remote_fetch_leo=fetch_leo,
+                       remote_caught_up=caught_up)
     return guard, enc.advance_hw(_leave_fetcher_terms(enc, enc.set_replica(s, r, new), r), r)
 
 
@@ -1243,7 +1363,7 @@ def become_follower(s: State, rules: Rules, r: int) -> Optional[State]:
     if rep.leader == c.leader and not rules.mode.follow_on_new_epoch:
         return _set(s, r, rep._replace(leader_epoch=c.epoch))
     rep = rep._replace(role=FOLLOWER, leader_epoch=c.epoch, leader=c.leader, isr=0, remote_leo=(),
-                       remote_broker_epoch=())
+                       remote_broker_epoch=(), remote_fetch_leo=(), remote_caught_up=0)
     if not rules.mode.epochs:
         rep = truncate(rep, rep.hw)._replace(truncating=FETCHING)
     elif rules.mode.truncate_on_fetch:
@@ -1275,7 +1395,8 @@ def become_follower_terms(enc, s, r):
     o, c, rep = enc.o, s.ctl, s.reps[r]
     guard = o.And(rep.alive, c.leader != UNDEFINED, c.leader != r, c.epoch > rep.leader_epoch)
     new = rep._replace(role=FOLLOWER, leader_epoch=c.epoch, leader=c.leader, isr=(False,) * enc.n,
-                       remote_leo=(0,) * enc.n, remote_broker_epoch=(0,) * len(rep.remote_broker_epoch))
+                       remote_leo=(0,) * enc.n, remote_broker_epoch=(0,) * len(rep.remote_broker_epoch),
+                       remote_fetch_leo=(0,) * enc.n, remote_caught_up=(False,) * enc.n)
     if not enc.mode.epochs:
         new = enc.truncate(new, new.hw)._replace(truncating=FETCHING)
     elif enc.tof:         # actions.become_follower, 2.8+: fetching from the LEO at once (initialFetchOffset)
@@ -1337,12 +1458,11 @@ def _maybe_expand_isr(s: State, rules: Rules, l: int, f: int) -> State:
         return s
     if rules.mode.expand_waits_for_epoch_start and remote < epoch_start(rep.epoch_cache, rep.leader_epoch):
         return s
-    if rules.mode.isr_only_live and not c.live >> f & 1:
-        return s
-    if rules.mode.broker_epochs and rep.remote_broker_epoch[f] != c.broker_epochs[f]:
+    if not _isr_eligible(s, rules, l, f):
         return s
     isr = rep.isr | 1 << f
-    return _with_controller(_set(s, l, rep._replace(isr=isr)), _with_isr(c, rules, isr))
+    rep = rep._replace(isr=isr, remote_caught_up=rep.remote_caught_up & ~(1 << f))
+    return _with_controller(_set(s, l, rep), _with_isr(c, rules, isr))
 
 
 def _maybe_expand_isr_terms(enc, s: SState, l: int, f: int) -> SState:
@@ -1352,12 +1472,10 @@ def _maybe_expand_isr_terms(enc, s: SState, l: int, f: int) -> SState:
     guard = o.And(in_office_terms(o, s, l), equal(o, rep.isr, s.ctl.isr), o.Not(rep.isr[f]), remote >= rep.hw)
     if enc.mode.expand_waits_for_epoch_start:
         guard = o.And(guard, remote >= enc.epoch_start(rep, rep.leader_epoch))
-    if enc.mode.isr_only_live:       # KIP-841: the controller refuses a fenced broker
-        guard = o.And(guard, s.ctl.live[f])
-    if enc.mode.broker_epochs:       # KIP-903: and a broker epoch other than the registered one
-        guard = o.And(guard, rep.remote_broker_epoch[f] == s.ctl.broker_epochs[f])
+    guard = o.And(guard, _isr_eligible_terms(enc, s, l, f))     # KIP-841, KIP-903
     isr = enc.bit(rep.isr, f, True)
-    return ite(o, guard, enc.set_replica(s, l, rep._replace(isr=isr))._replace(ctl=enc.with_isr(s.ctl, isr)), s)
+    joined = rep._replace(isr=isr, remote_caught_up=enc.bit(rep.remote_caught_up, f, False))
+    return ite(o, guard, enc.set_replica(s, l, joined)._replace(ctl=enc.with_isr(s.ctl, isr)), s)
 
 
 # name, function, arity (1: one replica; 2: (leader, follower), or (old leader, new leader))
@@ -1389,6 +1507,7 @@ ACTIONS = (
     ("become_leader", become_leader, 1),
     ("become_follower", become_follower, 1),
     ("shrink_isr", shrink_isr, 2),
+    ("lag_expires", lag_expires, 2),
 )
 
 # name -> the action's z3 twin (checker/symbolic.py Encoding.action); lose_disk has none (the z3 engine
@@ -1420,6 +1539,7 @@ TERMS = {
     "become_leader": become_leader_terms,
     "become_follower": become_follower_terms,
     "shrink_isr": shrink_isr_terms,
+    "lag_expires": lag_expires_terms,
 }
 
 # What happens to the brokers rather than what they do: failures and an operator's actions. The
@@ -1444,7 +1564,7 @@ def initial_state(rules: Rules) -> State:
     cache = ((0, 0),) if rules.mode.cache_on_become_leader else ()
     known = (UNDEFINED,) + (0,) * (n - 1)
     leader = Replica(1, LEADER, 0, 0, everyone, (), 0, 0, cache, 0, known,
-                     known if rules.mode.broker_epochs else ())
+                     known if rules.mode.broker_epochs else (), remote_fetch_leo=(UNDEFINED,) * n)
     follower = Replica(1, FOLLOWER, 0, 0, 0, (), 0, 0, (), 0, ())
     return State(
         replicas=(leader,) + (follower,) * (n - 1),

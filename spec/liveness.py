@@ -22,11 +22,12 @@ from .state import UNDEFINED, State, leader_in_office
 # session_expire_leader, register), the controller's steps (controller_handle_failure,
 # controller_handle_failure_leader, elect_offline, elect_preferred), produce,
 # flush, shrink_isr and leader_handle_stale_fetch are not fair (ISR expansion is part of
-# leader_handle_fetch, as in Kafka's fetch handler)
+# leader_handle_fetch, as in Kafka's fetch handler). lag_expires is: time passes, so a lag window
+# that stays open (its follower caught up outside the ISR, and fetching no more) closes
 FAIR_ACTIONS = ("send_fetch", "leader_handle_fetch", "follower_handle_fetch", "follower_handle_old_response",
                 "send_epoch_request",
                 "leader_handle_epoch_request", "follower_handle_epoch_response", "reject_request",
-                "become_leader", "become_follower")
+                "become_leader", "become_follower", "lag_expires")
 
 
 def acked_reach_live_isr(s: State) -> bool:

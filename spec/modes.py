@@ -109,6 +109,9 @@ class Mode:
     restart_after_detection: bool = False
     # Log.truncateTo trims the epoch cache even at or beyond the LEO (KAFKA-10706, 2.6.1/2.7.0)
     trim_cache_at_leo: bool = False
+    # the fetch handler recomputes the HW only when the Fetch moved the follower's LEO (2.4); before, on
+    # every Fetch
+    hw_after_follower_leo_change: bool = False
     # a consumer may fetch from a follower, below its HW, when the cluster is configured to
     # (replica.selector.class; KIP-392, 2.4); the run's follower_reads knob turns it on
     follower_reads: bool = False
@@ -131,6 +134,9 @@ class Mode:
     isr_only_live: bool = False
     # Fetch and AlterPartition carry broker epochs; the controller refuses a stale one (KIP-903, 3.5)
     broker_epochs: bool = False
+    # the HW waits for a follower caught up outside the ISR only if the leader would add it to the ISR
+    # (Partition.shouldWaitForReplicaToJoinIsr, 3.6)
+    caught_up_needs_eligible: bool = False
     # the controller's removal of a failed broker from the ISR bumps the leader epoch (ZooKeeper's
     # OfflineReplica; KRaft before metadata.version 3.6-IV0)
     isr_removal_bumps_epoch: bool = True
@@ -175,6 +181,10 @@ HW = Mode(
         Change("with unclean election off, a follower whose leader's LEO is below its own exits "
                "(its shutdown hook's controlled shutdown) instead of truncating",
                "(before KIP-101)", "ReplicaFetcherThread.handleOffsetOutOfRange @0.10.2.1"),
+        Change("the leader's HW also waits for a follower outside the ISR that caught up within "
+               "replica.lag.time.max.ms (a Fetch at the leader's LEO, or at the LEO the leader had at its "
+               "previous Fetch), until that window closes (every release since)",
+               "(all releases)", "Partition.maybeIncrementLeaderHW, Replica.updateLogReadResult @0.10.2.1"),
     ))
 
 KIP101 = HW.variant(
@@ -227,7 +237,7 @@ KIP320 = KIP279.variant(
 
 KIP380 = KIP320.variant(
     "kip380", "2.2-2.6.0 (ZooKeeper)", summary="broker epochs: the controller sees every bounce",
-    restart_after_detection=True, follower_reads=True,
+    restart_after_detection=True, follower_reads=True, hw_after_follower_leo_change=True,
     changes=(
         Change("a restarted broker registers with a new broker epoch and the controller handles it "
                "as failed before it serves again", "KIP-380",
@@ -235,6 +245,10 @@ KIP380 = KIP320.variant(
         Change("from 2.4 a consumer may read from a follower, below the follower's HW, when "
                "replica.selector.class picks one (the follower_reads knob)", "KIP-392",
                "ReplicaManager.fetchMessages, Partition.readRecords @2.4.0"),
+        Change("from 2.4 the fetch handler recomputes the HW only when the Fetch moved the follower's LEO "
+               "(2.2-2.3 on every Fetch, Partition.maybeExpandIsr @2.3.1): a HW a caught-up follower held "
+               "moves at the next produce or the next Fetch that moves a LEO", "(2.4.0)",
+               "Partition.updateFollowerFetchState @2.4.1"),
     ))
 
 KAFKA10706 = KIP380.variant(
@@ -279,7 +293,7 @@ KAFKA13141 = KAFKA10554.variant(
     ))
 
 KAFKA14704 = KAFKA13141.variant(
-    "kafka14704", "3.4.1-3.6.x (ZooKeeper)", summary="truncation before the HW; the controller refuses a "
+    "kafka14704", "3.4.1-3.5.x (ZooKeeper)", summary="truncation before the HW; the controller refuses a "
     "broker that is not live in the ISR",
     hw_before_truncation=False, isr_only_live=True,
     changes=(
@@ -294,6 +308,7 @@ KAFKA14704 = KAFKA13141.variant(
 KIP903 = KAFKA14704.variant(
     "kip903", "3.6 (KRaft)", summary="KRaft: broker epochs in Fetch and AlterPartition; the fence elects",
     broker_epochs=True, isr_removal_bumps_epoch=False, fence_stops_fetchers=True, fence_elects=True,
+    caught_up_needs_eligible=True,
     changes=(
         Change("a Fetch carries the follower's broker epoch, the leader sends it with an ISR addition, "
                "and the controller refuses one that is not the broker's registered epoch, as it refuses a "
@@ -315,6 +330,9 @@ KIP903 = KAFKA14704.variant(
                "no leader)", "KIP-631",
                "ReplicationControlManager.handleBrokerFenced, PartitionChangeBuilder.tryElection, "
                "PartitionRegistration.merge @3.6.0"),
+        Change("the HW waits for a caught-up follower outside the ISR only while it is ISR-eligible (live, "
+               "and KRaft: unfenced, its broker epoch the registered one); also on ZooKeeper from 3.6",
+               "(3.6.0)", "Partition.maybeIncrementLeaderHW (shouldWaitForReplicaToJoinIsr) @3.6.0"),
     ))
 
 KAFKA15583 = KIP903.variant(
@@ -452,7 +470,7 @@ def zookeeper(mode: Mode) -> Optional[Mode]:
     ladder mode whose rules those are, else ``mode`` made into its ZooKeeper variant.
 
     >>> zookeeper(MODES["kip903"]).name, zookeeper(MODES["kafka15583"]).name
-    ('kafka14704', 'kafka15583-zk')
+    ('kip903-zk', 'kafka15583-zk')
     >>> zookeeper(MODES["kafka18991"]).kafka, zookeeper(MODES["kafka14704"]), zookeeper(MODES["kip966"])
     ('3.9.1 (ZooKeeper)', None, None)
     """

@@ -66,7 +66,7 @@ def version_key(version: str) -> Tuple[int, ...]:
 # (and the release before a fix where a row pair shows the fix). Releases not pinned: 1.0-1.1
 # (kip101's range), 2.2-2.5, 2.9 does not exist, 3.0-3.3 (kafka13141's range), 3.4.1-3.5.1
 # (kafka14704's, pinned at 3.5.2), and 3.6-3.9 on ZooKeeper: a 3.6+ row is a KRaft cluster, and on
-# ZooKeeper the release follows spec.modes.zookeeper of its mode (kafka14704 for 3.6, kafka15583-zk
+# ZooKeeper the release follows spec.modes.zookeeper of its mode (kip903-zk for 3.6, kafka15583-zk
 # for 3.7-3.9.0, kafka18991-zk after), which `--zookeeper` runs and no row pins (the version would
 # need a second row). A 4.x row's mode is the one with ELR on; with ELR off (4.0's default, a 4.1+
 # cluster upgraded from 3.x) it follows spec.modes.without_elr of it: kafka15583 for 4.0.0,
@@ -195,7 +195,7 @@ def mode_for(version: str, elr: Optional[bool] = None, zookeeper: bool = False) 
     >>> mode_for("3.9", zookeeper=True)
     ('kafka18991-zk', 'Kafka 3.9.2, ZooKeeper (--zookeeper: kafka18991 without its KRaft-only rules)')
     >>> mode_for("3.6.2", zookeeper=True)[0], mode_for("3.5.1", zookeeper=True)[0], mode_for("3.7.1", zookeeper=True)[0]
-    ('kafka14704', 'kafka14704', 'kafka15583-zk')
+    ('kip903-zk', 'kafka14704', 'kafka15583-zk')
     >>> mode_for("4.1", zookeeper=True)
     Traceback (most recent call last):
     ...

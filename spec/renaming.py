@@ -45,7 +45,7 @@ def renamed_sets(perm: Perm) -> Tuple[int, ...]:
 
 def rename(s: State, perm: Perm) -> State:
     """The state with replica r renamed perm[r]: every field holding a replica id moves
-    (Replica.leader, ISR bitmasks, remote_leo order, the controller, inflight order and the
+    (Replica.leader, ISR bitmasks, the order of remote_leo and its siblings, the controller, inflight order and the
     leader of each message)."""
     n = len(perm)
     mask = renamed_sets(perm)
@@ -55,7 +55,8 @@ def rename(s: State, perm: Perm) -> State:
         leader = rep.leader if rep.leader == UNDEFINED else perm[rep.leader]
         reps[perm[r]] = Replica(rep.alive, rep.role, rep.leader_epoch, leader, mask[rep.isr], rep.log,
                                 rep.hw, rep.flushed, rep.epoch_cache, rep.truncating, _moved(rep.remote_leo, perm),
-                                _moved(rep.remote_broker_epoch, perm), rep.clean_shutdown, rep.leader_fenced)
+                                _moved(rep.remote_broker_epoch, perm), rep.clean_shutdown, rep.leader_fenced,
+                                _moved(rep.remote_fetch_leo, perm), mask[rep.remote_caught_up])
         inflight[perm[r]] = _renamed_message(s.inflight[r], perm)
         stale[perm[r]] = _renamed_message(s.stale[r], perm)
     c = s.controller

@@ -100,6 +100,14 @@ class Replica(NamedTuple):
     # KRaft modes with KAFKA-18991 only, in memory: 1 once the controller fenced the leader this
     # follower fetches from (the fence empties every fetcher thread towards it, ``_leave_fetcher``)
     leader_fenced: int = 0
+    # on a leader: each follower's lastFetchLeaderLogEndOffset, the leader's LEO when it handled the
+    # follower's last Fetch, while that Fetch is recent (within replica.lag.time.max.ms); UNDEFINED
+    # when it is not, or the leader reset it on taking a new leader epoch (Replica.resetReplicaState)
+    remote_fetch_leo: Tuple[int, ...] = ()
+    # on a leader, a bitmask: the followers outside its ISR view that caught up within
+    # replica.lag.time.max.ms (Replica.lastCaughtUpTimeMs); the HW waits for them as for the ISR
+    # (Partition.maybeIncrementLeaderHW). ISR members' bits are 0: the ISR counts them anyway
+    remote_caught_up: int = 0
 
     @property
     def leo(self) -> int:

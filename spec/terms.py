@@ -85,6 +85,8 @@ class SRep(NamedTuple):
     remote_broker_epoch: tuple = ()   # broker_epochs: n ints, a leader's remote broker epochs (0 on other roles)
     clean_shutdown: object = False    # elr: the clean-shutdown marker (KAFKA-15586)
     leader_fenced: object = False     # fence_stops_fetchers with KAFKA-18991: the leader followed was fenced
+    remote_fetch_leo: tuple = ()      # n ints: a leader's lastFetchLeaderLogEndOffset per follower (0 on other roles)
+    remote_caught_up: tuple = ()      # n booleans: a leader's followers caught up outside its ISR view
 
 
 class SCtl(NamedTuple):

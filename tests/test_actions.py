@@ -419,3 +419,40 @@ def test_the_generated_replace_builds_what_namedtuples_own_builds():
                 assert type(got) is cls and tuple(got) == tuple(original(obj, **changes))
         with pytest.raises(TypeError, match="unexpected keyword argument 'no_such_field'"):
             obj._replace(no_such_field=1)
+
+
+# r0 drops r1 from the ISR, r1 fetches record 0 (offset 0: not caught up), then, after r0 took record
+# 1, fetches at offset 1: the LEO r0 had at r1's previous Fetch, so r1 is caught up as of then
+# (Replica.updateFetchStateOrThrow @3.9.0, updateLogReadResult @0.10.2.1), out of the ISR (1 < HW 2)
+CAUGHT_UP = [P0, ("shrink_isr", 0, 1), SF1, LH01, FH1, P0, SF1, LH01]
+
+
+def test_a_caught_up_follower_outside_the_isr_holds_the_hw_until_its_lag_window_closes():
+    """Partition.maybeIncrementLeaderHW @0.10.2.1-@4.1.1 takes the minimum over the ISR and every
+    follower caught up within replica.lag.time.max.ms; nothing recomputes the HW when the window
+    closes (lag_expires), the next produce does. The model before this rule moved the HW to 3 at the
+    first produce below."""
+    m = Model(Config(mode="kip380", records=4))
+    s = run_labels(m, CAUGHT_UP)[-1]
+    leader = s.replicas[0]
+    assert (leader.isr, leader.remote_caught_up, leader.remote_leo[1], leader.hw) == (0b01, 0b10, 1, 2)
+    held = m.step(s, P0)
+    assert (held.replicas[0].leo, held.replicas[0].hw) == (3, 2)
+    lapsed = m.step(held, ("lag_expires", 0, 1))
+    assert (lapsed.replicas[0].remote_caught_up, lapsed.replicas[0].hw) == (0, 2)
+    assert lapsed.replicas[0].remote_fetch_leo[1] == 2          # its last Fetch is still recent
+    assert m.step(lapsed, P0).replicas[0].hw == 4
+    forgotten = m.step(lapsed, ("lag_expires", 0, 1))
+    assert forgotten.replicas[0].remote_fetch_leo[1] == UNDEFINED and m.step(forgotten, ("lag_expires", 0, 1)) is None
+    assert m.step(m.init_states()[0], ("lag_expires", 0, 1)) is None     # an ISR member has no window here
+
+
+@pytest.mark.parametrize("mode, held", [("kafka14704", True), ("kip903", False)])
+def test_from_3_6_a_caught_up_follower_holds_the_hw_only_while_it_may_join_the_isr(mode, held):
+    """Partition.shouldWaitForReplicaToJoinIsr @3.6.0: caught up *and* ISR-eligible; 3.5 (kafka14704)
+    waits for any caught-up follower. r1 crashes and the controller handles it: no longer live."""
+    m = Model(Config(mode=mode, records=3))
+    s = run_labels(m, CAUGHT_UP + [("crash", 1), ("controller_handle_failure", 1)])[-1]
+    assert s.replicas[0].remote_caught_up == 0b10 and not s.controller.live >> 1 & 1
+    after = m.step(s, P0)
+    assert after.replicas[0].hw == (2 if held else 3)

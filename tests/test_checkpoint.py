@@ -19,8 +19,8 @@ def figures(stdout):
 
 
 def test_killed_run_resumes_to_the_same_verdict_and_counts(tmp_path):
-    """The newest mode with one record (36,005 states to depth 32: about 7 s with a checkpoint at
-    every level, killed past depth 15 of 32) rather than the defaults (183,385 states to depth 37,
+    """The newest mode with one record (53,691 states to depth 34: about 10 s with a checkpoint at
+    every level, killed past depth 15 of 34) rather than the defaults (287,803 states to depth 38,
     which test_bfs.py verifies): the resumed command line reaches the counts of an uninterrupted
     search of the same space."""
     ck = tmp_path / "ck"
@@ -39,7 +39,7 @@ def test_killed_run_resumes_to_the_same_verdict_and_counts(tmp_path):
     proc.send_signal(signal.SIGKILL)                 # no chance to clean up
     proc.wait(timeout=30)
     saved = load_checkpoint(str(ck))["counters"]["depth"]
-    assert 15 <= saved < 32
+    assert 15 <= saved < 34
     resumed = run_cli("verify", *settings, "--resume", ck)
     whole = bfs(Model(Config(mode="epoch", records=1)))          # uninterrupted, in this process
     assert resumed.returncode == 0, resumed.stderr
@@ -47,7 +47,7 @@ def test_killed_run_resumes_to_the_same_verdict_and_counts(tmp_path):
     assert "verdict: holds" in resumed.stdout and "every reachable state" in resumed.stdout
     assert figures(resumed.stdout) == [f"figures: {whole.distinct_states:,} distinct states",
                                        f"{whole.generated_states:,} generated", f"depth {whole.depth}"]
-    assert "36,005 distinct states" in resumed.stdout and "depth 32" in resumed.stdout
+    assert "53,691 distinct states" in resumed.stdout and "depth 34" in resumed.stdout
 
 
 def test_resumed_violating_run_finds_the_same_shortest_trace(tmp_path):

@@ -22,13 +22,13 @@ from .conftest import ROOT, run_cli
 # and no estimate made while the search runs is off by more than a factor of 2
 FACTOR = 2.0
 BEFORE = 0.5
-# gate rows that hold (so bfs runs to the end), the smallest five whose first estimate comes that
-# early; together about 60 s on one core (kafka15583-kafka-18991-kraft and kip966-kafka-18991-kraft,
-# about 11 s each, are smaller but their level sizes grow again midway: the first estimate comes
-# at 75% of the states there, see docs/performance.md; kafka19522-power-failure-min-isr-2 gives
-# its first at 63% since KRaft's fence elects in the same record)
-ROWS = ["kafka19522-disk-loss-min-isr-2", "kafka10706-defaults", "kip380-defaults", "kip380-response-hw-before",
-        "kafka18991-defaults"]
+# gate rows that hold (so bfs runs to the end), the smallest four whose first estimate comes that
+# early; together about 85 s on one core. Since the HW waits for caught-up followers outside the ISR
+# no KRaft row does: the first estimate comes at 58-61% of the states on the kip903, kafka15583,
+# kafka18991, kip966 and kafka19522 rows that hold, at 70% and 79% on kafka19522's disk-loss and
+# power-failure rows (docs/performance.md); kafka19522-disk-loss-min-isr-2 and kafka18991-defaults
+# were on this list before (their first estimates came before half the states)
+ROWS = ["kip380-response-hw-before", "kip380-min-isr-2", "kafka10706-defaults", "kip380-defaults"]
 
 
 def gate_rows():
@@ -38,7 +38,7 @@ def gate_rows():
 
 @pytest.mark.parametrize("name", [ROWS[0]] + [pytest.param(row, marks=pytest.mark.slow) for row in ROWS[1:]])
 def test_the_estimate_is_within_2x_before_half_the_states_on_a_gate_row(name):
-    """(The quick subset runs the first row; the full suite all five, 13-19 s each.)"""
+    """(The quick subset runs the first row; the full suite all four, 18-29 s each.)"""
     entry = gate_rows()[name]
     est, made = Estimator(), []
 
@@ -156,15 +156,15 @@ def test_a_short_run_and_a_quiet_one_get_no_hint(capsys):
 
 
 def test_verify_json_of_a_cut_search_carries_its_last_estimate(tmp_path):
-    knobs = ["verify", "--mode=kafka19522", "--disk-losses=1", "--crashes=0", "--min-isr=2", "--json"]
+    knobs = ["verify", "--mode=kafka10706", "--crashes=1", "--json"]     # 10,078 states, depth 33
     whole = json.loads(run_cli(*knobs, cwd=tmp_path).stdout)["figures"]
-    proc = run_cli(*knobs, "--max-depth=17", cwd=tmp_path)
+    proc = run_cli(*knobs, "--max-depth=12", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     assert not doc["complete"] and doc["figures"]["distinct_states"] < whole["distinct_states"] / 2
     guess = doc["estimate"]
     assert whole["distinct_states"] / FACTOR <= guess["states"] <= whole["distinct_states"] * FACTOR
-    assert guess["at_depth"] <= 17 and guess["at_distinct"] <= doc["figures"]["distinct_states"]
+    assert guess["at_depth"] <= 12 and guess["at_distinct"] <= doc["figures"]["distinct_states"]
     assert "hint:" not in proc.stderr                          # half a second
 
 

@@ -189,11 +189,12 @@ def test_elr_off_is_the_line_before_kip966_with_the_fixes_since(mode, off):
     assert all(without_elr(m) is None for m in LADDER if not m.elr)
 
 
-@pytest.mark.parametrize("mode, zk", [("kip903", "kafka14704"), ("kafka15583", "kafka15583-zk"),
+@pytest.mark.parametrize("mode, zk", [("kip903", "kip903-zk"), ("kafka15583", "kafka15583-zk"),
                                       ("kafka18991", "kafka18991-zk")])
 def test_a_zookeeper_cluster_of_a_kraft_mode_keeps_its_broker_rules_and_drops_the_kraft_ones(mode, zk):
     """3.6-3.9 on ZooKeeper: the fetcher's, Partition's and the log's rules of the release, ZooKeeper's
-    controller: kip903's is the ladder's kafka14704, the later two are variants that resolve by name."""
+    controller: each a variant that resolves by name (kip903's was the ladder's kafka14704 until the HW's
+    caught-up followers had to be ISR-eligible, from 3.6.0)."""
     kraft, got = MODES[mode], zookeeper(MODES[mode])
     assert got.name == zk and (got is MODES[zk] if zk in MODES else Config(mode=zk).mode_definition == got)
     assert (got.broker_epochs, got.isr_removal_bumps_epoch, got.fence_stops_fetchers, got.fence_elects) == \

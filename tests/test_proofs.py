@@ -54,19 +54,18 @@ def test_a_kept_proof_still_proves(path):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name, where", [
-    ("hw-records-1-crashes-1-NoCommittedDataLoss", dict(crashes=2)),
     ("epoch-records-1-crashes-1-NoLogDivergence-NoCommittedDataLoss-ConsumerConsistency", dict(mode="hw", crashes=2)),
     ("epoch-records-1-crashes-1-NoLogDivergence-NoCommittedDataLoss-ConsumerConsistency",
      dict(mode="kafka13141", records=2, crashes=2))])
 def test_the_same_lemmas_prove_nothing_where_the_invariant_breaks(name, where):
     """Sanity: the lemmas of a proof, rebuilt where bfs finds its invariant violated, are no proof
     there: z3 finds a step that breaks the conjunction, or a lemma is false in the initial state.
-    The proofs at one crash, in hw at two crashes (KIP-101's first scenario loses an acknowledged
-    record); the epoch proof at one crash also in kafka13141 (2.8-3.4.0) at the defaults, where the
-    log diverges: the follower applies the HW of a diverging response before it truncates
-    (KAFKA-14704). The hw proof
-    keeps its layout (every lemma is stated); the epoch proofs' lemmas over what the older mode
-    lacks (broker epochs, ELR) have nothing to say there and are left out."""
+    The epoch proof at one crash, in hw at two crashes (KIP-101's first scenario loses an acknowledged
+    record) and in kafka13141 (2.8-3.4.0) at the defaults, where the log diverges: the follower
+    applies the HW of a diverging response before it truncates (KAFKA-14704). Its lemmas over what
+    the older mode lacks (broker epochs, ELR) have nothing to say there and are left out. (The hw
+    proof at one crash, checked here too until the HW came to wait for caught-up followers, was not
+    found again: proofs/README.md.)"""
     doc, _ = _load(ROOT / "proofs" / f"{name}.json")
     doc = dict(doc, config=dict(doc["config"], **where))
     model = proof_model(settings(doc))

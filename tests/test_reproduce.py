@@ -63,7 +63,7 @@ def test_kafka_version_picks_the_mode_with_elr_as_the_release_formats(version, e
 
 
 @pytest.mark.parametrize("version, mode", [
-    ("3.4.1", "kafka14704"), ("3.5", "kafka14704"), ("3.6.2", "kafka14704"), ("3.7.0", "kafka15583-zk"),
+    ("3.4.1", "kafka14704"), ("3.5", "kafka14704"), ("3.6.2", "kip903-zk"), ("3.7.0", "kafka15583-zk"),
     ("3.9.0", "kafka15583-zk"), ("3.9.1", "kafka18991-zk"), ("3.9", "kafka18991-zk"), ("3.3", "kafka13141"),
 ])
 def test_kafka_version_on_zookeeper_picks_its_kraft_modes_zookeeper_mode(version, mode):

@@ -98,6 +98,8 @@ def scalars(enc, s) -> List[Tuple[str, object, str]]:
                 add(f"{p}'s remote LEO of r{q}", rep.remote_leo[q], OFFSET, o.And(rep.alive, rep.role == LEADER))
                 if rep.remote_broker_epoch:
                     add(f"{p}'s remote broker epoch of r{q}", rep.remote_broker_epoch[q], VALUE, o.And(rep.alive, rep.role == LEADER))
+                add(f"{p}'s LEO at r{q}'s last Fetch", rep.remote_fetch_leo[q], OFFSET, o.And(rep.alive, rep.role == LEADER))
+                add(f"r{q} caught up at {p}", rep.remote_caught_up[q], VALUE)
         for j, (rec, ep) in enumerate(rep.log):
             add(f"{p} record at {j}", rec, VALUE, j < rep.leo)
             add(f"{p} epoch at {j}", ep, EPOCH, j < rep.leo)

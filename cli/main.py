@@ -9,7 +9,6 @@ longer breaks), 2 bad usage or input, 130 interrupted."""
 from __future__ import annotations
 
 import ctypes
-import signal
 import sys
 
 import click
@@ -76,9 +75,6 @@ def cli():
 
 
 def main() -> None:
-    # Ctrl-C must reach this process: a SIGINT blocked in the thread that started it (bfs blocks it
-    # while forking a pool, a test runner's threads) stays blocked through exec and pending for ever
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     try:
         cli(standalone_mode=True)
     except KeyboardInterrupt:

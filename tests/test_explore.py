@@ -21,7 +21,7 @@ from hwcheck.explore.server import make_server
 from hwcheck.explore.session import Session
 from hwcheck.spec import Config, Model, kafka_tla
 
-from .conftest import ROOT, run_cli_here
+from .conftest import ROOT, run_cli_here, sigint_at_default
 
 CX = ROOT / "counterexamples"
 HW_LOSS = CX / "hw-data-loss.itf.json"
@@ -294,7 +294,8 @@ def test_a_trace_under_another_mode_served_then_ctrl_c_exits_130():
     """``hwcheck explore TRACE --mode kip966``: the page opens on the trace's steps under kip966, with
     the step kip966 refuses; Ctrl-C stops the server, exit 130."""
     proc = subprocess.Popen([sys.executable, "-m", "hwcheck.cli", "explore", KIP966_CASE, "--mode", "kip966"],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=sigint_at_default)
     try:
         assert proc.stdout.readline().startswith("hwcheck explore: mode=kip966 replicas=2 records=2 crashes=0 "
                                                   "power_failures=1")

@@ -18,7 +18,7 @@ from hwcheck.cluster.report import parse_reproductions
 from hwcheck.cluster.run import run
 from hwcheck.spec.releases import release
 
-from .conftest import ROOT
+from .conftest import ROOT, sigint_at_default
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
@@ -64,7 +64,7 @@ def test_ctrl_c_stops_the_cluster_and_says_how_far_it_got(kafka_lib, tmp_path):
     trace = ROOT / "counterexamples" / "kafka15583-power-failure-min-isr-2-loss.itf.json"
     proc = subprocess.Popen([sys.executable, "-m", "hwcheck.cli", "reproduce", str(trace), "--kafka", "3.9.1",
                              "--keep", str(tmp_path / "kept")], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, cwd=tmp_path)
+                            text=True, cwd=tmp_path, preexec_fn=sigint_at_default)
     seen = _stderr_until(proc, "step 1 produce")
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
@@ -83,7 +83,7 @@ def test_ctrl_c_during_a_proxied_run_leaves_no_proxy_broker_or_temp_dir(kafka_li
     before = set(os.listdir(tmp_path))
     proc = subprocess.Popen([sys.executable, "-m", "hwcheck.cli", "reproduce", str(trace), "--kafka", "2.8.0",
                              "--proxy"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
-                            env=env)
+                            env=env, preexec_fn=sigint_at_default)
     seen = _stderr_until(proc, "answer is held")
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)

@@ -13,7 +13,7 @@ import pytest
 from hwcheck.cli.jsonout import SCHEMA
 from hwcheck.cli.progress import AUTO, QUIET, VERBOSE, Progress
 
-from .conftest import ROOT, one_line_error, run_cli, run_cli_here
+from .conftest import ROOT, one_line_error, run_cli, run_cli_here, sigint_at_default
 
 CX = ROOT / "counterexamples"
 REPORT = {"engine": "bfs", "depth": 7, "distinct": 5000, "queue": 800, "generated": 12000, "elapsed": 2.5}
@@ -261,8 +261,7 @@ def _interrupt(*args):
     child = subprocess.Popen([sys.executable, "-m", "hwcheck.cli", "verify", "--mode=epoch", "--replicas=3",
                               "--records=2", "--verbose", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True, stdin=subprocess.DEVNULL,
-                             # a shell's background job ignores SIGINT, and a child would inherit that
-                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                             preexec_fn=sigint_at_default)
     try:
         first = child.stderr.readline()
         assert first.startswith("bfs  depth"), first

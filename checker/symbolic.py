@@ -29,7 +29,9 @@ Layout of a state (``n`` replicas, ``L = records`` log slots, ``C`` epoch-cache 
 - an epoch cache is ``C = min(max_epoch, records) + 1`` slots of ``(epoch, start)`` with a length
   (epochs and starts strictly increase, so that many entries at most);
 - ``truncating`` is 0/1/2 (fetching, truncating, truncating again after an intermediate step);
-- with broker epochs (KIP-903) a leader's view of each follower's broker epoch
+- a leader's view of each follower: its LEO (``remote_leo``), the leader's LEO at its last Fetch
+  (``remote_fetch_leo``) and whether it caught up outside the ISR view (``remote_caught_up``), 0 and
+  false on other roles; with broker epochs (KIP-903) its broker epoch
   (``remote_broker_epoch``, 0 on other roles); with ELR (KIP-966) the clean-shutdown marker
   (``clean_shutdown``); fields a mode lacks are empty tuples or constants;
 - the controller: leader, epoch, the ISR and the brokers it believes live (``n`` booleans each);
@@ -297,7 +299,8 @@ class Encoding:
                         I(f"{p}r{r}clen") if cached else 0, I(f"{p}r{r}trunc") if self.truncates else FETCHING,
                         tuple(I(f"{p}r{r}remote{x}") for x in range(n)), ints(f"{p}r{r}rbe", mode.broker_epochs),
                         B(f"{p}r{r}clean") if mode.elr else False, B(f"{p}r{r}fenced") if self.fences else False,
-                        tuple(I(f"{p}r{r}fetchleo{x}") for x in range(n)), tuple(B(f"{p}r{r}caught{x}") for x in range(n)))
+                        tuple(I(f"{p}r{r}fetchleo{x}") for x in range(n)),
+                        tuple(B(f"{p}r{r}caught{x}") for x in range(n)))
         reps = tuple(rep(r) for r in range(n))
         ctl = SCtl(I(f"{p}c_leader"), I(f"{p}c_epoch"), tuple(B(f"{p}c_isr{x}") for x in range(n)),
                    tuple(B(f"{p}c_live{x}") for x in range(n)), ints(f"{p}c_bepoch", mode.broker_epochs),

@@ -275,7 +275,8 @@ def lag_expires_terms(enc, s, l, f):
     caught = rep.remote_caught_up[f]
     guard = o.And(rep.alive, rep.role == LEADER, o.Not(rep.isr[f]), o.Or(caught, rep.remote_fetch_leo[f] != UNDEFINED))
     lapsed = rep._replace(remote_caught_up=enc.bit(rep.remote_caught_up, f, False))
-    forgotten = rep._replace(remote_fetch_leo=tuple(UNDEFINED if x == f else v for x, v in enumerate(rep.remote_fetch_leo)))
+    forgotten = rep._replace(remote_fetch_leo=tuple(UNDEFINED if x == f else v
+                                                    for x, v in enumerate(rep.remote_fetch_leo)))
     return guard, enc.set_replica(s, l, ite(o, caught, lapsed, forgotten))
 
 
@@ -477,7 +478,8 @@ def _read_for_follower_terms(enc, s: SState, l: int, f: int, m):
     remote = tuple(offset if x == f else v for x, v in enumerate(leader.remote_leo))
     rbe = tuple(m.d if x == f else v for x, v in enumerate(leader.remote_broker_epoch))   # empty without broker epochs
     fetch_leo = leader.remote_fetch_leo
-    caught = o.And(o.Not(leader.isr[f]), o.Or(offset >= leader.leo, o.And(fetch_leo[f] != UNDEFINED, offset >= fetch_leo[f])))
+    caught = o.And(o.Not(leader.isr[f]),
+                   o.Or(offset >= leader.leo, o.And(fetch_leo[f] != UNDEFINED, offset >= fetch_leo[f])))
     caught_up = tuple(o.Or(v, caught) if x == f else v for x, v in enumerate(leader.remote_caught_up))
     fetch_leo = tuple(leader.leo if x == f else v for x, v in enumerate(fetch_leo))
     t = enc.set_replica(s, l, leader._replace(remote_leo=remote, remote_broker_epoch=rbe, remote_caught_up=caught_up,

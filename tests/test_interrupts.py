@@ -16,7 +16,7 @@ import jsonschema
 
 from hwcheck.cli.jsonout import SCHEMA
 
-from .conftest import one_line_error, run_cli
+from .conftest import one_line_error, run_cli, sigint_at_default
 
 # a quick entry, one that runs for minutes, and one the interrupted gate never reaches
 GATE = """
@@ -42,7 +42,7 @@ def _start(*args, cwd=None, env=None):
     """hwcheck in a new process group, SIGINT at its default (a background job would ignore it);
     ``env`` adds to the environment."""
     def child():
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        sigint_at_default()
         os.setpgrp()
     return subprocess.Popen([sys.executable, "-m", "hwcheck.cli", *map(str, args)], cwd=cwd, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,

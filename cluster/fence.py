@@ -100,7 +100,23 @@ def probe(rel, lib: Path, log: Callable[[str], None] = lambda m: None, keep: Opt
                 gone = time.monotonic() - paused
             finally:
                 cluster.resume(0)
-            server_log = cluster.broker(1).home / "logs" / "server.log"
-            lines = server_log.read_text(errors="replace").splitlines() if server_log.exists() else []
-            shut = any("ReplicaFetcherThread-0-0]: Shutdown completed" in ln for ln in lines)
+            shut = _thread_shut(cluster.broker(1).home / "logs" / "server.log", SETTLE)
             return Fenced(rel.version, dead, lost, gone - dead if lost else None, shut)
+
+
+# a fetcher thread closes its connection while shutting down and logs "Shutdown completed" once it
+# has stopped (tens of milliseconds later: ShutdownableThread.awaitShutdown @3.9.0); the log is
+# read for that long after the probe's end, not at the instant the connection closed
+SETTLE = 5.0
+
+
+def _thread_shut(server_log: Path, settle: float) -> bool:
+    """Whether r1's log says its fetcher thread towards r0 shut down, within ``settle`` seconds."""
+    deadline = time.monotonic() + settle
+    while True:
+        text = server_log.read_text(errors="replace") if server_log.exists() else ""
+        if "ReplicaFetcherThread-0-0]: Shutdown completed" in text:
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)

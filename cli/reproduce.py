@@ -126,6 +126,12 @@ def run_one(doc, rel, elr, keep: Optional[Path], as_json: bool, wait: float, pro
                 f"kept (step {p.refused_at} refused: {p.refused_why})" if p.refused_at else "kept"))
         click.echo(said)
         where = "" if outcome.first_difference is None else f"; the cluster differs from the model from step {outcome.first_difference}"
+        if outcome.assigned_first is not None:
+            click.echo("the replaced disk's new directory was assigned "
+                       + ("before its broker was unfenced: the controller could elect it then"
+                          if outcome.assigned_first else
+                          "after its broker was unfenced: the controller could not elect it then")
+                       + " (metadata log; the two race)")
         click.echo(f"verdict: {outcome.verdict} ({'agrees' if outcome.agrees else 'DISAGREES'} with the model{where}; "
                    f"{outcome.seconds:.0f} s)")
     return outcome
@@ -136,6 +142,7 @@ def outcome_doc(outcome) -> dict:
     return {"kafka": outcome.release.version, "mode": p.mode, "predicted": p.outcome, "refused_at": p.refused_at,
             "real": outcome.real, "verdict": outcome.verdict, "agrees": outcome.agrees,
             "first_difference": outcome.first_difference, "seconds": round(outcome.seconds, 1), "proxied": outcome.proxied,
+            "assigned_first": outcome.assigned_first,
             "rows": [{"step": r.index, "action": r.label, "differences": r.differences,
                       "kafka": None if r.view is None else {
                           "leader": r.view.leader, "epoch": r.view.epoch,
@@ -199,9 +206,8 @@ def reproduce(trace_file, versions, elr, keep, as_json, run_all, check_releases:
             fail("--all runs the pyproject table; give no TRACE or --kafka with it")
         for rep in load_reproductions(Path("pyproject.toml")):
             doc = _load_trace(Path(rep.trace))
-            for version, expected in rep.expect.items():
-                jobs.append((rep.name, doc, find_release(version), rep.elr, (expected, rep.disagrees.get(version)),
-                             rep.proxy))
+            for version in rep.expect:
+                jobs.append((rep.name, doc, find_release(version), rep.elr, rep, rep.proxy))
     else:
         if trace_file is None:
             fail("give a TRACE, --all or --check-releases")
@@ -221,7 +227,7 @@ def reproduce(trace_file, versions, elr, keep, as_json, run_all, check_releases:
         if expected is None:
             ok = outcome.agrees
         else:           # the table's row: what the cluster does, and where it is known to part from the model
-            real, parts_at = expected
+            real, parts_at = expected.expected(rel.version, outcome.assigned_first)
             ok = outcome.real == real and outcome.first_difference == parts_at
             if parts_at is not None and not as_json:
                 click.echo(f"known disagreement (pyproject.toml, docs/results.md 'Real clusters'): the model parts "

@@ -104,11 +104,13 @@ class Registration(NamedTuple):
 
 
 class MetadataImage:
-    """The replayed image: topic ids by name, partitions by (topic id, index), registrations."""
+    """The replayed image: topic ids by name, partitions by (topic id, index) and their replicas'
+    log directory ids (KIP-858: record version 1+, per replica in ``replicas`` order), registrations."""
 
     def __init__(self) -> None:
         self.topics: dict[str, bytes] = {}
         self.partitions: dict[tuple[bytes, int], PartitionState] = {}
+        self.directories: dict[tuple[bytes, int], tuple[bytes, ...]] = {}
         self.brokers: dict[int, Registration] = {}
 
 
@@ -160,6 +162,7 @@ def _remove_topic(st: MetadataImage, r: Reader, version: int) -> None:
     topic_id = _uuid(r)
     st.topics = {n: t for n, t in st.topics.items() if t != topic_id}
     st.partitions = {k: p for k, p in st.partitions.items() if k[0] != topic_id}
+    st.directories = {k: d for k, d in st.directories.items() if k[0] != topic_id}
 
 
 def _partition(st: MetadataImage, r: Reader, version: int) -> None:
@@ -172,13 +175,13 @@ def _partition(st: MetadataImage, r: Reader, version: int) -> None:
     _ints(r)                                             # RemovingReplicas
     _ints(r)                                             # AddingReplicas
     leader, leader_epoch, partition_epoch = r.int32(), r.int32(), r.int32()
-    if version >= 1:
-        r.compact_array(lambda: _uuid(r))                # Directories
+    directories = tuple(r.compact_array(lambda: _uuid(r)) or ()) if version >= 1 else ()
     tags = _tags(r)
     elr = _tag(tags, 1, version >= 2, _ints, None) or ()
     last_known = _tag(tags, 2, version >= 2, _ints, None) or ()
     st.partitions[(topic_id, index)] = PartitionState(leader, leader_epoch, partition_epoch,
                                                       replicas, isr, elr, last_known)
+    st.directories[(topic_id, index)] = directories
 
 
 def merge(p: PartitionState, leader: int, isr, replicas, elr, last_known) -> PartitionState:
@@ -219,6 +222,9 @@ def _partition_change(st: MetadataImage, r: Reader, version: int) -> None:
         elr=_tag(tags, 6, version >= 2, _ints, None),
         last_known=_tag(tags, 7, version >= 2, _ints, None),
     )
+    directories = _tag(tags, 8, version >= 1, lambda t: tuple(t.compact_array(lambda: _uuid(t))), None)
+    if directories is not None:
+        st.directories[(topic_id, index)] = directories
 
 
 def _register_broker(st: MetadataImage, r: Reader, version: int) -> None:
@@ -330,8 +336,10 @@ def _apply(st: MetadataImage, offset: int, api_key: int, version: int, r: Reader
         raise DiskError(f"metadata record at offset {offset} (api key {api_key} v{version}): {e}") from None
 
 
-def replay(st: MetadataImage, recs: Iterator[tuple[int, bytes]]) -> None:
-    """Apply the records that matter in order; a transaction's records at its end."""
+def replay(st: MetadataImage, recs: Iterator[tuple[int, bytes]],
+           applied: Callable[[int], None] = lambda offset: None) -> None:
+    """Apply the records that matter in order; a transaction's records at its end. ``applied`` is
+    called with each record's offset once it is applied."""
     pending: list[tuple[int, int, int, Reader]] | None = None
     for offset, value in recs:
         api_key, version, r = frame(value, offset)
@@ -341,12 +349,14 @@ def replay(st: MetadataImage, recs: Iterator[tuple[int, bytes]]) -> None:
             if api_key == END_TRANSACTION:
                 for item in pending or []:
                     _apply(st, *item)
+                    applied(item[0])
             pending = None
         elif api_key in HANDLERS:
             if pending is not None:
                 pending.append((offset, api_key, version, r))
             else:
                 _apply(st, offset, api_key, version, r)
+                applied(offset)
 
 
 def latest_snapshot(metadata_dir: Path) -> tuple[Path, int] | None:
@@ -423,4 +433,42 @@ def fenced_leaders(metadata_dir: str | os.PathLike, topic: str, partition: int =
             reg = st.brokers.get(p.leader)
             if reg is None or reg.fenced:
                 out.append((b.base_offset, p.leader, p.leader_epoch))
+    return out
+
+
+
+def unfencings(metadata_dir: str | os.PathLike, topic: str, partition: int = 0) -> list[tuple[int, int, bytes | None]]:
+    """Every record that unfences a broker holding a replica of the partition: (its offset, the
+    broker, the log directory the partition named for that replica just before it). The election
+    that follows in the same event (``handleBrokerUnfenced`` @4.1.1) accepts the broker as leader
+    only if that directory is one of its online ones (``LeaderAcceptor.test``, ``hasOnlineDir``):
+    after a disk replacement, only once the broker's AssignReplicasToDirs has named its new
+    directory, and the two reach the controller in either order (both may share one record batch:
+    the order is the records'). None: no directory recorded (record version 0)."""
+    d = resolve(metadata_dir)
+    if not d.is_dir():
+        return []
+    recs = (rec for f in segments(d) for b in batches(f) if not b.attributes & CONTROL_FLAG for rec in records(b))
+    return unfencings_in(MetadataImage(), recs, topic, partition)
+
+
+def unfencings_in(st: MetadataImage, recs: Iterator[tuple[int, bytes]], topic: str,
+                  partition: int = 0) -> list[tuple[int, int, bytes | None]]:
+    """``unfencings`` over records replayed onto ``st``."""
+    out: list[tuple[int, int, bytes | None]] = []
+    seen: dict[str, object] = {"fenced": frozenset(b for b, reg in st.brokers.items() if reg.fenced),
+                               "partition": None, "directories": ()}
+
+    def applied(offset: int) -> None:
+        topic_id = st.topics.get(topic)
+        now = None if topic_id is None else st.partitions.get((topic_id, partition))
+        fenced = frozenset(b for b, reg in st.brokers.items() if reg.fenced)
+        before, dirs = seen["partition"], seen["directories"]
+        for broker in sorted(seen["fenced"] - fenced):
+            if broker in st.brokers and isinstance(before, PartitionState) and broker in before.replicas:
+                at = before.replicas.index(broker)
+                out.append((offset, broker, dirs[at] if at < len(dirs) else None))
+        seen.update(fenced=fenced, partition=now, directories=st.directories.get((topic_id, partition), ()))
+
+    replay(st, recs, applied)
     return out

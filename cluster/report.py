@@ -3,7 +3,7 @@ checkpoint) and the reproductions table of pyproject.toml (``[tool.hwcheck.repro
 
 from __future__ import annotations
 
-from typing import Dict, List, NamedTuple
+from typing import Dict, List, NamedTuple, Optional, Tuple
 
 from hwcheck.spec.releases import UnknownRelease, release
 from hwcheck.spec.state import UNDEFINED, members
@@ -65,6 +65,23 @@ class Reproduction(NamedTuple):
     # written up in docs/results.md "Real clusters"); every other release must agree throughout
     disagrees: Dict[str, int] = {}
     proxy: object = None            # True: the fetch path through the replication proxy; None: where needed
+    # exact release -> what its cluster does when a replaced disk's new directory reaches the
+    # controller before the broker's unfencing (the race's other order, Outcome.assigned_first):
+    # then the cluster takes the model's path and agrees with it throughout
+    assigned_first: Dict[str, str] = {}
+
+    def expected(self, version: str, assigned_first: Optional[bool] = None) -> Tuple[str, Optional[int]]:
+        """What the row expects of ``version``'s cluster: its outcome, and the step from which it
+        parts from the model (None: it agrees throughout), given the order the run observed.
+
+        >>> row = parse_reproductions({"x": {"trace": "t", "expect": {"4.1.1": "kept"}, "disagrees": {"4.1.1": 14},
+        ...                                  "assigned_first": {"4.1.1": "lost"}}})[0]
+        >>> row.expected("4.1.1", False), row.expected("4.1.1", True)
+        (('kept', 14), ('violated', None))
+        """
+        if assigned_first and version in self.assigned_first:
+            return self.assigned_first[version], None
+        return self.expect[version], self.disagrees.get(version)
 
 
 class TableError(ValueError):
@@ -78,7 +95,9 @@ def parse_reproductions(table: dict) -> List[Reproduction]:
     """``[tool.hwcheck.reproduce.NAME]`` entries: ``trace``, ``expect = {"3.9.1" = "lost", ...}``
     (what each release's cluster does), optional ``elr``, ``disagrees = {"4.1.1" = 14}`` (a known
     finding: the step from which that release's cluster parts from the model) and ``proxy`` (run
-    the fetch path through the replication proxy; default: where the trace needs a message held).
+    the fetch path through the replication proxy; default: where the trace needs a message held) and
+    ``assigned_first = {"4.1.1" = "lost"}`` (that release's outcome when a replaced disk's directory
+    is assigned before the broker is unfenced, a race: ``Reproduction.expected``).
 
     >>> parse_reproductions({"x": {"trace": "t.itf.json", "expect": {"3.9.1": "lost"}}})[0].expect
     {'3.9.1': 'violated'}
@@ -87,26 +106,38 @@ def parse_reproductions(table: dict) -> List[Reproduction]:
     for name, entry in table.items():
         if not isinstance(entry, dict) or "trace" not in entry or "expect" not in entry:
             raise TableError(f"reproduce.{name}: needs trace and expect")
-        unknown = set(entry) - {"trace", "expect", "elr", "description", "disagrees", "proxy"}
+        unknown = set(entry) - {"trace", "expect", "elr", "description", "disagrees", "proxy", "assigned_first"}
         if unknown:
             raise TableError(f"reproduce.{name}: unknown key(s) {', '.join(sorted(unknown))}")
-        expect = {}
-        for version, what in entry["expect"].items():
-            try:
-                exact = release(version).version
-            except UnknownRelease as e:
-                raise TableError(f"reproduce.{name}: {e}") from None
-            if exact != version:
-                raise TableError(f"reproduce.{name}: name exact releases ({version!r} means {exact})")
-            if what not in OUTCOMES:
-                raise TableError(f"reproduce.{name}: expect {what!r} for {version} (one of {', '.join(OUTCOMES)})")
-            expect[version] = OUTCOMES[what]
+        expect = _outcomes(name, entry["expect"])
         disagrees = entry.get("disagrees", {})
         if not isinstance(disagrees, dict) or set(disagrees) - set(expect) or not all(
                 isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in disagrees.values()):
             raise TableError(f"reproduce.{name}: disagrees maps releases of expect to a step number")
+        assigned_first = _outcomes(name, entry.get("assigned_first", {}))
+        if set(assigned_first) - set(expect):
+            raise TableError(f"reproduce.{name}: assigned_first names releases of expect only")
         proxy = entry.get("proxy")
         if proxy is not None and not isinstance(proxy, bool):
             raise TableError(f"reproduce.{name}: proxy is true or false")
-        out.append(Reproduction(name, entry["trace"], expect, entry.get("elr"), dict(disagrees), proxy))
+        out.append(Reproduction(name, entry["trace"], expect, entry.get("elr"), dict(disagrees), proxy,
+                                assigned_first))
     return out
+
+
+def _outcomes(name: str, table: dict) -> Dict[str, str]:
+    """``{"3.9.1" = "lost", ...}``: exact releases to outcomes."""
+    expect = {}
+    if not isinstance(table, dict):
+        raise TableError(f"reproduce.{name}: expected a table of releases to outcomes")
+    for version, what in table.items():
+        try:
+            exact = release(version).version
+        except UnknownRelease as e:
+            raise TableError(f"reproduce.{name}: {e}") from None
+        if exact != version:
+            raise TableError(f"reproduce.{name}: name exact releases ({version!r} means {exact})")
+        if what not in OUTCOMES:
+            raise TableError(f"reproduce.{name}: expect {what!r} for {version} (one of {', '.join(OUTCOMES)})")
+        expect[version] = OUTCOMES[what]
+    return expect

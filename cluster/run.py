@@ -114,6 +114,9 @@ class Outcome:
     seconds: float = 0.0
     evidence: Optional[Path] = None
     proxied: bool = False        # the fetch path went through the replication proxy
+    # KRaft from 3.7, a disk the trace replaced: whether the broker's AssignReplicasToDirs named
+    # its new directory before the controller unfenced it (``disk_assigned_first``); None otherwise
+    assigned_first: Optional[bool] = None
 
     @property
     def agrees(self) -> bool:
@@ -246,6 +249,7 @@ def run(doc: dict, release: Release, lib: Path, *, elr: Optional[bool] = None, k
                 if cluster.proxies is not None:
                     cluster.proxies.gate(False)
                 outcome.real, outcome.verdict = judge(invariant, final, cluster, release)
+                outcome.assigned_first = disk_assigned_first(cluster, plan)
     except KeyboardInterrupt:
         outcome.seconds = time.monotonic() - started
         raise Interrupted(outcome, step_no) from None
@@ -437,6 +441,36 @@ def _checkpoint(cluster, client, states, index, upper_index, label, elr, wait, l
     elif ahead:
         log(f"step {index} {label}: the cluster is ahead of the model by {', '.join(ahead)}")
     return Row(index, label, s, view, diffs, tuple(ahead or ()))
+
+
+def disk_assigned_first(cluster: Cluster, plan: Plan) -> Optional[bool]:
+    """For a KRaft cluster whose disks the trace replaced (``lose_disk``, then ``restart``): whether
+    each such broker's replica already named its new log directory (its ``meta.properties``
+    directory.id) when the controller last unfenced it. The election written with the unfencing
+    (``handleBrokerUnfenced``) accepts a broker only on an online directory
+    (``ReplicationControlManager.LeaderAcceptor.test`` @4.1.1, ``hasOnlineDir``), and the broker's
+    AssignReplicasToDirs (``handleAssignReplicasToDirs``, which elects nobody) races its unfencing:
+    the order decides whether the replaced broker is elected. None: no disk replaced, ZooKeeper, or
+    no directory recorded (before 3.7)."""
+    import base64
+    from . import metadata_log
+    replaced = {s.args[0] for s in plan.steps if s.action == "lose_disk"}
+    if not cluster.kraft or not replaced:
+        return None
+    seen = {}
+    for _, broker, directory in metadata_log.unfencings(cluster.nodes["controller"].data, TOPIC, 0):
+        if broker in replaced:
+            seen[broker] = directory
+    firsts = []
+    for broker in sorted(replaced):
+        props = cluster.broker(broker).data / "meta.properties"
+        line = next((ln for ln in (props.read_text().splitlines() if props.exists() else [])
+                     if ln.startswith("directory.id=")), None)
+        if line is None or seen.get(broker) is None:
+            return None
+        text = line.split("=", 1)[1].strip()
+        firsts.append(seen[broker] == base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
+    return all(firsts)
 
 
 def judge(invariant: str, v: View, cluster: Cluster, release: Release) -> Tuple[str, str]:

@@ -240,3 +240,48 @@ def test_aborted_transaction_is_not_applied():
 def test_unknown_frame_version_raises():
     with pytest.raises(DiskError, match="frame version 0"):
         ml.replay(ml.MetadataImage(), iter([(5, b"\x00\x00\x00")]))
+
+
+# --- a replaced disk: its directory assignment and the broker's unfencing race (4.1.1) -----------
+
+OLD_DIR, NEW_DIR, R1_DIR, TOPIC_ID = b"\x01" * 16, b"\x02" * 16, b"\x03" * 16, b"\x07" * 16
+
+
+def compact_ints(xs) -> bytes:
+    return uvarint(len(xs) + 1) + b"".join(int32(x) for x in xs)
+
+
+def compact_uuids(xs) -> bytes:
+    return uvarint(len(xs) + 1) + b"".join(xs)
+
+
+def topic_record() -> bytes:
+    return framed(ml.TOPIC, 0, uvarint(len(b"hwcheck") + 1) + b"hwcheck" + TOPIC_ID + uvarint(0))
+
+
+def partition_record(directories) -> bytes:
+    """PartitionRecord v1: replicas [0, 1], ISR [1], leader -1, epochs 1 and 4, the directories."""
+    body = (int32(0) + TOPIC_ID + compact_ints((0, 1)) + compact_ints((1,)) + compact_ints(()) + compact_ints(())
+            + int32(-1) + int32(1) + int32(4) + compact_uuids(directories) + uvarint(0))
+    return framed(ml.PARTITION, 1, body)
+
+
+def assign_directories(directories) -> bytes:
+    """PartitionChangeRecord v1 with Directories (tag 8) alone: what handleAssignReplicasToDirs writes."""
+    tag = compact_uuids(directories)
+    return framed(ml.PARTITION_CHANGE, 1, int32(0) + TOPIC_ID + uvarint(1) + uvarint(8) + uvarint(len(tag)) + tag)
+
+
+@pytest.mark.parametrize("assigned_first", [True, False])
+def test_an_unfencing_sees_the_directory_assigned_before_it_and_only_that(assigned_first):
+    """The record order decides what ``handleBrokerUnfenced``'s election sees: r0's replaced disk
+    (NEW_DIR) if its AssignReplicasToDirs came first, its old directory otherwise."""
+    image = ml.MetadataImage()
+    image.brokers[0] = ml.Registration(16, True, False)
+    unfence = broker_change(0, 16, {0: int8(-1)})
+    assign = assign_directories((NEW_DIR, R1_DIR))
+    recs = [topic_record(), partition_record((OLD_DIR, R1_DIR))] + (
+        [assign, unfence] if assigned_first else [unfence, assign])
+    seen = ml.unfencings_in(image, iter(enumerate(recs)), "hwcheck")
+    assert seen == [(3 if assigned_first else 2, 0, NEW_DIR if assigned_first else OLD_DIR)]
+    assert image.directories[(TOPIC_ID, 0)] == (NEW_DIR, R1_DIR)

@@ -51,11 +51,14 @@ def test_reproduction(row, version, kafka_lib, tmp_path):
     outcome = run(doc, rel, kafka_lib(version), elr=row.elr, keep=tmp_path / "evidence", proxy=row.proxy)
     from hwcheck.cluster.report import step_table
     table = step_table(outcome)
-    assert outcome.real == row.expect[version], f"{outcome.verdict}\n{table}"
+    # a race the row names (a replaced disk's directory assigned before or after its broker's
+    # unfencing) decides between two outcomes, each explained by the order the metadata log shows
+    real, parts_at = row.expected(version, outcome.assigned_first)
+    assert outcome.real == real, f"{outcome.verdict} (assigned first: {outcome.assigned_first})\n{table}"
     # where the cluster parts from the model is a finding; it must stay where it was found
-    assert outcome.first_difference == row.disagrees.get(version), f"{outcome.verdict}\n{table}"
-    if version not in row.disagrees:
-        assert outcome.prediction.outcome == row.expect[version], table
+    assert outcome.first_difference == parts_at, f"{outcome.verdict}\n{table}"
+    if parts_at is None:
+        assert outcome.prediction.outcome == real, table
     assert not _java_processes(str(tmp_path)), "a broker outlived the run"
 
 

@@ -17,8 +17,8 @@ same steps); the cluster's own timing (a session expiring, a fetcher's back-off)
 >>> w = walk(m, seed=3, steps=12)
 >>> len(w.labels) <= 12 and w.labels == walk(m, seed=3, steps=12).labels
 True
->>> walk_config("kip903", 200).records
-25
+>>> walk_config("kip903", 200).records, walk_config("kip903", 200).response_hw
+(25, 'kafka')
 """
 
 from __future__ import annotations
@@ -72,7 +72,9 @@ def walk_document(model, seed: int, steps: int) -> dict:
 
 def walk_config(mode: str, steps: int, replicas: int = 2):
     """Bounds loose enough for a walk of ``steps`` steps: the model is only simulated, never
-    explored, so records, crashes and epochs are not what limits it."""
+    explored, so records, crashes and epochs are not what limits it. A fetch response carries the
+    HW as Kafka sends it (``response_hw="kafka"``: read with the records, before the Fetch's
+    update; the model's default, from after the update, parted from 4.4.0 at step 91 of seed 0)."""
     from hwcheck.spec import Config
     return Config(mode=mode, replicas=replicas, records=max(2, steps // 8), crashes=max(1, steps // 15),
-                  max_epoch=max(3, steps // 4))
+                  max_epoch=max(3, steps // 4), response_hw="kafka")

@@ -429,7 +429,12 @@ def _read_for_follower(s: State, rules: Rules, l: int, f: int, msg: Fetch):
     maybeIncrementLeaderHW): the fetch offset becomes f's remote LEO, f may join the ISR
     (``_maybe_expand_isr``) and the HW may move; returns the state and the FetchResponse. An
     offset beyond the leader's LEO gets OFFSET_OUT_OF_RANGE and moves nothing.
-    ``response_hw=before`` replies with the HW from before the update (seed 000 comments 5-17).
+    ``response_hw=before`` replies with the HW from before the update (seed 000 comments 5-17);
+    ``kafka`` does so only when the reply carries records: Kafka reads the records and the HW
+    together before the Fetch updates the follower's state and the HW (``initialHighWatermark``,
+    Partition.readRecords @3.9.0, @4.1.1; ReplicaManager.readFromLocalLog @0.10.2.1, then
+    updateFollowerLogReadResults), while a read with no records waits in purgatory and is read again
+    (DelayedFetch), after the update.
     With truncation on fetch a diverging Fetch is answered with the diverging epoch and no records
     (a lookup without answer: OFFSET_OUT_OF_RANGE), and leaves f's fetch state alone (KAFKA-13141,
     fixed in 2.7.2/2.8.1/3.0.0: ReplicaManager.updateFollowerFetchState skips a read result with a
@@ -463,8 +468,9 @@ def _read_for_follower(s: State, rules: Rules, l: int, f: int, msg: Fetch):
         if moved or not mode.hw_after_follower_leo_change:     # 2.4+: only when f's LEO moved
             s = advance_hw(s, l, rules)
         leader = s.replicas[l]
-    hw = hw_before if rules.cfg.response_hw == "before" else leader.hw
     records = () if diverging else leader.log[offset:]
+    before = rules.cfg.response_hw == "before" or (rules.cfg.response_hw == "kafka" and records)
+    hw = hw_before if before else leader.hw
     return s, _response(l, records, hw, leader.leo, diverging)
 
 
@@ -492,7 +498,10 @@ def _read_for_follower_terms(enc, s: SState, l: int, f: int, m):
     if not mode.diverging_fetch_updates_follower:
         # actions._read_for_follower, KAFKA-13141's fix: a diverging Fetch leaves f's fetch state alone
         t = ite(o, diverging, s, t)
-    hw = leader.hw if enc.cfg.response_hw == "before" else t.reps[l].hw
+    if enc.cfg.response_hw == "kafka":      # actions._read_for_follower: before when records go back
+        hw = o.If(o.And(offset < leader.leo, o.Not(diverging)), leader.hw, t.reps[l].hw)
+    else:
+        hw = leader.hw if enc.cfg.response_hw == "before" else t.reps[l].hw
     recs = tuple(ite(o, o.And(j >= offset, o.Not(diverging)), e, ZERO) for j, e in enumerate(leader.log))
     cd = (o.If(diverging, epoch, UNDEFINED), o.If(diverging, end, UNDEFINED)) if enc.tof else ()
     answer = SMsg(FETCH_RESPONSE, l, hw, leader.leo, o.If(diverging, leader.leo, offset), recs, *cd)
@@ -1418,14 +1427,17 @@ def become_follower_terms(enc, s, r):
 
 
 def shrink_isr(s: State, rules: Rules, l: int, f: int) -> Optional[State]:
-    """The leader drops a follower that has not caught up (replica.lag.time.max.ms, seed 002) and
-    writes the new ISR, at the same leader epoch (Partition.maybeShrinkIsr -> updateIsr); only a
-    leader in office whose ISR view is current can (the conditional ZooKeeper write). Then it tries
-    to move its HW."""
+    """The leader drops a follower that has not caught up within replica.lag.time.max.ms (seed 002)
+    and writes the new ISR, at the same leader epoch (Partition.maybeShrinkIsr -> updateIsr); only a
+    leader in office whose ISR view is current can (the conditional ZooKeeper write). From 2.1 a
+    follower at the leader's LEO is never out of sync (``isFollowerOutOfSync``,
+    Partition.getOutOfSyncReplicas @2.1.0); before, the caught-up time alone decided
+    (``getOutOfSyncReplicas @0.10.2.1, @2.0.1``), so a stuck follower left at the leader's LEO too.
+    Then the leader tries to move its HW."""
     rep = s.replicas[l]
     if not (f != l and in_office(s, l) and rep.isr == s.controller.isr and rep.isr >> f & 1):
         return None
-    if rep.remote_leo[f] >= rep.leo:
+    if rules.mode.out_of_sync_below_leo and rep.remote_leo[f] >= rep.leo:
         return None
     isr = rep.isr & ~(1 << f)
     s = _with_controller(_set(s, l, rep._replace(isr=isr)), _with_isr(s.controller, rules, isr))
@@ -1435,7 +1447,9 @@ def shrink_isr(s: State, rules: Rules, l: int, f: int) -> Optional[State]:
 def shrink_isr_terms(enc, s, l, f):
     """The z3 twin of ``shrink_isr``: (guard, next state) over the encoding's terms (checker/symbolic.py)."""
     o, rep = enc.o, s.reps[l]
-    guard = o.And(in_office_terms(o, s, l), equal(o, rep.isr, s.ctl.isr), rep.isr[f], rep.remote_leo[f] < rep.leo)
+    guard = o.And(in_office_terms(o, s, l), equal(o, rep.isr, s.ctl.isr), rep.isr[f])
+    if enc.mode.out_of_sync_below_leo:
+        guard = o.And(guard, rep.remote_leo[f] < rep.leo)
     isr = enc.bit(rep.isr, f, False)
     t = enc.set_replica(s, l, rep._replace(isr=isr))._replace(ctl=enc.with_isr(s.ctl, isr))
     return guard, enc.advance_hw(t, l)

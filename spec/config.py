@@ -40,7 +40,7 @@ from .modes import ALIASES as MODE_ALIASES, DERIVED as _DERIVED, MODES as _MODES
 
 MODES = tuple(_MODES)      # the ladder's names
 ACKS = ("all", "1")
-RESPONSE_HW = ("after", "before")
+RESPONSE_HW = ("after", "before", "kafka")
 MAX_REPLICAS = 5
 
 

@@ -59,3 +59,21 @@ def test_response_hw_before_needs_a_third_round():
     assert columns(s[7]) == (1, 1, 1, 1, 0)
     s = run_labels(model, [P, SF, LH, FH, SF, LH, FH, SF, LH, FH])
     assert columns(s[-1]) == (1, 1, 1, 1, 1)
+
+
+@pytest.mark.parametrize("mode", ["hw", "epoch"])
+def test_kafka_response_hw_is_read_with_the_records(mode):
+    """``--response-hw kafka``: the records and the HW are read together before the Fetch updates
+    the HW (Partition.readRecords @4.1.1, ReplicaManager.readFromLocalLog @0.10.2.1); a read with
+    no records waits in purgatory and is read again, after the update. So seed 000's two rounds
+    hold (the second Fetch, at the leader's LEO, gets no records and the new HW), while a Fetch
+    behind the leader's LEO that moves the HW carries the old one."""
+    model = Model(Config(mode=mode, records=2, response_hw="kafka"))
+    s = run_labels(model, [P, SF, LH, FH, SF, LH, FH])
+    assert columns(s[6]) == (1, 1, 1, 1, 0) and s[6].inflight[1][3] == 1     # no records: HW 1, after
+    assert columns(s[7]) == (1, 1, 1, 1, 1)
+    s = run_labels(model, [P, SF, LH, FH, P, SF, LH])            # fetch at 1 of 2: HW 0 -> 1, records [1]
+    kind, _, records, response_hw, _ = s[-1].inflight[1][:5]
+    assert s[-1].replicas[0].hw == 1 and records == ((1, 0),) and response_hw == 0   # read before the update
+    after = Model(Config(mode=mode, records=2))                   # the default: from after
+    assert run_labels(after, [P, SF, LH, FH, P, SF, LH])[-1].inflight[1][3] == 1

@@ -77,7 +77,8 @@ def knob_options(fn=None, *, modes=None):
         switch("--unclean-election/--clean-election", default=DEFAULTS.unclean_election,
                shown="unclean" if DEFAULTS.unclean_election else "clean", help="unclean.leader.election.enable"),
         click.option("--response-hw", type=click.Choice(RESPONSE_HW), default=DEFAULTS.response_hw,
-                     show_default=True, help="fetch response carries the leader HW from after or before its update; kafka: before when it carries records, after when empty (Partition.readRecords)"),
+                     show_default=True, help="fetch response carries the leader HW from after or before its update; "
+                                             "kafka: before when it carries records, after when empty"),
         switch("--follower-reads/--leader-reads", default=DEFAULTS.follower_reads,
                shown="follower" if DEFAULTS.follower_reads else "leader",
                help="consumers may also read from followers (KIP-392, 2.4+)"),

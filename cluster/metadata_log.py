@@ -436,6 +436,16 @@ def fenced_leaders(metadata_dir: str | os.PathLike, topic: str, partition: int =
     return out
 
 
+def directory_id(log_dir: str | os.PathLike) -> bytes | None:
+    """The directory id a log directory was formatted with (``meta.properties`` ``directory.id``,
+    KIP-858, 3.7+: a Uuid as URL-safe base64 without padding), as the 16 bytes the metadata
+    records carry; None without one."""
+    import base64
+    props = Path(log_dir) / "meta.properties"
+    lines = props.read_text().splitlines() if props.exists() else []
+    text = next((ln.split("=", 1)[1].strip() for ln in lines if ln.startswith("directory.id=")), None)
+    return None if text is None else base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
 
 def unfencings(metadata_dir: str | os.PathLike, topic: str, partition: int = 0) -> list[tuple[int, int, bytes | None]]:
     """Every record that unfences a broker holding a replica of the partition: (its offset, the
@@ -456,19 +466,20 @@ def unfencings_in(st: MetadataImage, recs: Iterator[tuple[int, bytes]], topic: s
                   partition: int = 0) -> list[tuple[int, int, bytes | None]]:
     """``unfencings`` over records replayed onto ``st``."""
     out: list[tuple[int, int, bytes | None]] = []
-    seen: dict[str, object] = {"fenced": frozenset(b for b, reg in st.brokers.items() if reg.fenced),
-                               "partition": None, "directories": ()}
+    fenced = frozenset(b for b, reg in st.brokers.items() if reg.fenced)
+    replicas: tuple[int, ...] = ()                   # the partition's, and their directories, before the record
+    directories: tuple[bytes, ...] = ()
 
     def applied(offset: int) -> None:
-        topic_id = st.topics.get(topic)
-        now = None if topic_id is None else st.partitions.get((topic_id, partition))
-        fenced = frozenset(b for b, reg in st.brokers.items() if reg.fenced)
-        before, dirs = seen["partition"], seen["directories"]
-        for broker in sorted(seen["fenced"] - fenced):
-            if broker in st.brokers and isinstance(before, PartitionState) and broker in before.replicas:
-                at = before.replicas.index(broker)
-                out.append((offset, broker, dirs[at] if at < len(dirs) else None))
-        seen.update(fenced=fenced, partition=now, directories=st.directories.get((topic_id, partition), ()))
+        nonlocal fenced, replicas, directories
+        now = frozenset(b for b, reg in st.brokers.items() if reg.fenced)
+        for broker in sorted(fenced - now):
+            if broker in st.brokers and broker in replicas:
+                at = replicas.index(broker)
+                out.append((offset, broker, directories[at] if at < len(directories) else None))
+        key = (st.topics.get(topic), partition)
+        p = st.partitions.get(key)
+        fenced, replicas, directories = now, () if p is None else p.replicas, st.directories.get(key, ())
 
     replay(st, recs, applied)
     return out

@@ -452,7 +452,6 @@ def disk_assigned_first(cluster: Cluster, plan: Plan) -> Optional[bool]:
     AssignReplicasToDirs (``handleAssignReplicasToDirs``, which elects nobody) races its unfencing:
     the order decides whether the replaced broker is elected. None: no disk replaced, ZooKeeper, or
     no directory recorded (before 3.7)."""
-    import base64
     from . import metadata_log
     replaced = {s.args[0] for s in plan.steps if s.action == "lose_disk"}
     if not cluster.kraft or not replaced:
@@ -461,16 +460,10 @@ def disk_assigned_first(cluster: Cluster, plan: Plan) -> Optional[bool]:
     for _, broker, directory in metadata_log.unfencings(cluster.nodes["controller"].data, TOPIC, 0):
         if broker in replaced:
             seen[broker] = directory
-    firsts = []
-    for broker in sorted(replaced):
-        props = cluster.broker(broker).data / "meta.properties"
-        line = next((ln for ln in (props.read_text().splitlines() if props.exists() else [])
-                     if ln.startswith("directory.id=")), None)
-        if line is None or seen.get(broker) is None:
-            return None
-        text = line.split("=", 1)[1].strip()
-        firsts.append(seen[broker] == base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
-    return all(firsts)
+    now = {broker: metadata_log.directory_id(cluster.broker(broker).data) for broker in replaced}
+    if any(now[b] is None or seen.get(b) is None for b in replaced):
+        return None
+    return all(seen[b] == now[b] for b in replaced)
 
 
 def judge(invariant: str, v: View, cluster: Cluster, release: Release) -> Tuple[str, str]:

@@ -300,7 +300,7 @@ class Encoding:
                         tuple(I(f"{p}r{r}remote{x}") for x in range(n)), ints(f"{p}r{r}rbe", mode.broker_epochs),
                         B(f"{p}r{r}clean") if mode.elr else False, B(f"{p}r{r}fenced") if self.fences else False,
                         tuple(I(f"{p}r{r}fetchleo{x}") for x in range(n)),
-                        tuple(B(f"{p}r{r}caught{x}") for x in range(n)))
+                        tuple(B(f"{p}r{r}caught{x}") for x in range(n)), I(f"{p}r{r}since"))
         reps = tuple(rep(r) for r in range(n))
         ctl = SCtl(I(f"{p}c_leader"), I(f"{p}c_epoch"), tuple(B(f"{p}c_isr{x}") for x in range(n)),
                    tuple(B(f"{p}c_live{x}") for x in range(n)), ints(f"{p}c_bepoch", mode.broker_epochs),
@@ -344,7 +344,7 @@ class Encoding:
                              slots(rep.log, L), len(rep.log), rep.hw, rep.flushed, slots(rep.epoch_cache, C),
                              len(rep.epoch_cache), rep.truncating, remote, rbe, bool(rep.clean_shutdown),
                              bool(rep.leader_fenced), tuple(rep.remote_fetch_leo) if rep.remote_fetch_leo else (0,) * n,
-                             bits(rep.remote_caught_up)))
+                             bits(rep.remote_caught_up), rep.leading_since))
         msgs = []
         for m in s.inflight:
             if not m:
@@ -394,7 +394,7 @@ class Encoding:
                                 r.flushed, tuple(r.epoch_cache[:r.clen]), r.truncating, tuple(r.remote_leo) if leads else (),
                                 tuple(r.remote_broker_epoch) if leads else (), int(r.clean_shutdown),
                                 int(r.leader_fenced), tuple(r.remote_fetch_leo) if leads else (),
-                                mask(r.remote_caught_up)))
+                                mask(r.remote_caught_up), r.leading_since))
         inflight = []
         for m in v.msgs:
             if m.kind == NO_MESSAGE:
@@ -479,6 +479,8 @@ class Encoding:
                 prev = r.epoch_cache[j - 1]
                 ok = o.And(ok, prev[0] < e[0], prev[1] < e[1])
             cs.append(o.If(j < r.clen, ok, zero(e)))
+        cs.append(o.If(r.role == LEADER, o.And(rng(r.leading_since, 0, E), r.leading_since <= r.leader_epoch),
+                       r.leading_since == UNDEFINED))
         for x in r.remote_leo:
             cs.append(o.If(r.role == LEADER, rng(x, UNDEFINED, L), x == 0))
         for x in r.remote_broker_epoch:
@@ -733,7 +735,7 @@ class Encoding:
                 at = UNDEFINED
                 for j in reversed(range(self.L)):
                     e = rep.log[j]
-                    at = o.If(o.And(rep.hw <= j, j < low, e[0] == rec, e[1] == rep.leader_epoch), j, at)
+                    at = o.If(o.And(rep.hw <= j, j < low, e[0] == rec, e[1] >= rep.leading_since), j, at)
                 new.append(o.If(o.And(enough, old == UNDEFINED, at != UNDEFINED), at, old))
             acked = tuple(new)
         moved = self.set_replica(s, l, rep._replace(hw=low))._replace(hist=h._replace(exposed=exposed, xlen=xlen,
@@ -774,7 +776,8 @@ class Encoding:
         n = self.n
         return rep._replace(alive=False, role=NONE, leader_epoch=UNDEFINED, leader=UNDEFINED, isr=(False,) * n,
                             truncating=FETCHING, remote_leo=(0,) * n, remote_broker_epoch=(0,) * len(rep.remote_broker_epoch),
-                            leader_fenced=False, remote_fetch_leo=(0,) * n, remote_caught_up=(False,) * n)
+                            leader_fenced=False, remote_fetch_leo=(0,) * n, remote_caught_up=(False,) * n,
+                            leading_since=UNDEFINED)
 
     def abandon(self, s: SState, f: int) -> SState:
         """actions._abandon: f's outstanding message goes; a Fetch becomes its stale request

@@ -1,5 +1,6 @@
-"""Real Kafka processes on 127.0.0.1: a controller (KRaft) or a ZooKeeper server, and one broker
-per model replica, each in a private directory, on ephemeral ports.
+"""Real Kafka processes on 127.0.0.1: a controller (KRaft) or a ZooKeeper server and a broker
+that holds no replica (the ZooKeeper controller), and one broker per model replica, each in a
+private directory, on ephemeral ports.
 
 The model's replica ``r<i>`` is broker id ``i``; the partition's assignment is ``[0, 1, ...]``, so
 its first replica, the preferred leader, is the model's r0. Faults happen to the real process or
@@ -103,7 +104,6 @@ class Cluster:
     keep: bool = False
     java: str = "java"
     log: object = None                  # a callable for progress lines
-    first: int = 0                      # ZooKeeper mode: the broker started first (it becomes the controller)
     proxied: bool = False               # replication through cluster/proxy.py (``self.proxies``)
     proxies: object = None
     nodes: Dict[str, Node] = field(default_factory=dict)
@@ -154,6 +154,15 @@ class Cluster:
         else:
             zk = self.nodes["zookeeper"] = Node("zookeeper", -1, self.root / "zookeeper", free_port())
             zk.home.mkdir()
+            # the ZooKeeper controller runs in a broker: one that holds no replica of the partition,
+            # started first so that it wins the election (KafkaController.elect), as the model's
+            # controller outlives every replica (with the controller on a replica, the last one's
+            # crash leaves nobody to handle it, and its restart keeps the leader epoch)
+            ctl = self.nodes["controller"] = Node("controller", CONTROLLER_ID, self.root / "controller", free_port())
+            ctl.home.mkdir()
+            if self.proxied:
+                ctl.replication_port = free_port()      # no proxy: nothing replicates from it
+            self._write(ctl, self._broker_props(ctl))
         if self.proxied:
             from .proxy import Proxies
             self.proxies = Proxies(self.pids)
@@ -170,14 +179,12 @@ class Cluster:
             self._spawn(self.nodes["controller"])
         else:
             self._spawn_zookeeper(self.nodes["zookeeper"])
-        first = self.broker(self.first)
-        if not self.kraft:                      # the first broker to reach ZooKeeper becomes the controller
-            self._spawn(first)
-            self.wait_listening(first)
-            time.sleep(1.0)
+            ctl = self.nodes["controller"]
+            self._spawn(ctl)
+            self.wait_listening(ctl)
+            time.sleep(1.0)                     # its ZooKeeper session and /controller before any replica's
         for b in self.brokers():
-            if b.proc is None:
-                self._spawn(b)
+            self._spawn(b)
         for b in self.brokers():
             self.wait_listening(b)
         self._say(f"{self.replicas} brokers of Kafka {self.release.version} up in {time.monotonic() - t0:.1f} s")
@@ -356,11 +363,11 @@ class Cluster:
     def _broker_props(self, b: Node) -> Dict[str, object]:
         t = self.timing
         listeners, advertised, replication = f"PLAINTEXT://127.0.0.1:{b.port}", f"PLAINTEXT://127.0.0.1:{b.port}", "PLAINTEXT"
-        if b.proxy_port:
+        if b.replication_port:
             # followers reach a leader at the address it advertises for the inter-broker listener:
             # the proxy's port; clients keep PLAINTEXT (Metadata answers per listener, KIP-103)
             listeners += f",REPLICATION://127.0.0.1:{b.replication_port}"
-            advertised += f",REPLICATION://127.0.0.1:{b.proxy_port}"
+            advertised += f",REPLICATION://127.0.0.1:{b.proxy_port or b.replication_port}"
             replication = "REPLICATION"
         props: Dict[str, object] = {
             "listeners": listeners,
@@ -380,8 +387,12 @@ class Cluster:
             "replica.high.watermark.checkpoint.interval.ms": t.hw_checkpoint,
             "replica.fetch.wait.max.ms": 100,
             "replica.fetch.backoff.ms": 100,
-            # the fetcher's request timeout: a Fetch the proxy holds must never trip it by accident
+            # a Fetch the proxy holds must never trip a timeout by accident: the fetcher's
+            # NetworkClient times a request out after request.timeout.ms (ReplicaFetcherBlockingSend
+            # @0.11.0.3, BrokerBlockingSender @3.9.0: brokerConfig.requestTimeoutMs, 30 s by
+            # default); replica.socket.timeout.ms bounds only its connecting (awaitReady)
             "replica.socket.timeout.ms": 300000 if b.proxy_port else 5000,
+            "request.timeout.ms": 300000 if b.proxy_port else 30000,
             "group.initial.rebalance.delay.ms": 0,
             "log.flush.offset.checkpoint.interval.ms": 60000,   # the recovery point moves on flushes only
         }

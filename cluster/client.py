@@ -140,9 +140,9 @@ class Client:
         _, admin = _confluent()
         n = self.cluster.replicas
         deadline = time.monotonic() + timeout
-        while len(self.admin.list_topics(timeout=5).brokers) < n:
+        while (registered := self._registered()) < n:
             if time.monotonic() > deadline:
-                raise ClusterError(f"only {len(self.admin.list_topics(timeout=5).brokers)} of {n} brokers registered in {timeout:.0f} s")
+                raise ClusterError(f"only {registered} of {n} brokers registered in {timeout:.0f} s")
             time.sleep(0.2)
         topic = admin.NewTopic(TOPIC, num_partitions=1, replica_assignment=[list(range(n))],
                                config={"min.insync.replicas": str(min_isr),
@@ -155,6 +155,15 @@ class Client:
             if time.monotonic() > deadline:
                 raise ClusterError(f"the partition did not reach leader r0 with a full ISR in {timeout:.0f} s")
             time.sleep(0.1)
+
+    def _registered(self) -> int:
+        """How many of the partition's brokers (ids 0..n-1: not the ZooKeeper controller's broker)
+        the cluster's metadata lists; 0 while brokers starting answer with partial metadata."""
+        from confluent_kafka import KafkaException
+        try:
+            return sum(1 for b in self.admin.list_topics(timeout=5).brokers if b < self.cluster.replicas)
+        except KafkaException:
+            return 0
 
     def _ready(self, n: int) -> bool:
         """The controller's word is not enough: every broker must have acted on it (made the log

@@ -2,7 +2,7 @@
 waits for, away? The evidence for the model's ``fence_stops_fetchers`` (spec/modes.py,
 spec/actions.py ``_fence_fetchers``): under KRaft yes, under ZooKeeper no.
 
-Two brokers (and a controller, or ZooKeeper, whose controller is r1) of a release, replication
+Two brokers (and a controller: KRaft's, or a third broker beside ZooKeeper) of a release, replication
 through the harness's proxy (cluster/proxy.py), two partitions led by r0: ``hwcheck`` with r1 in
 its ISR, and a second one that r1 follows from outside its ISR (r0 holds a record r1 cannot fetch,
 so r0 drops r1 after ``replica.lag.time.max.ms``). The proxy holds r0's answer to r1's Fetch; r0 is
@@ -65,7 +65,7 @@ def probe(rel, lib: Path, log: Callable[[str], None] = lambda m: None, keep: Opt
     """Run the probe once on release ``rel`` (jars in ``lib``); ``keep`` keeps the brokers' folders."""
     from confluent_kafka.admin import NewTopic          # the reproduce extra
 
-    with Cluster(rel, lib, 2, timing=Timing(lag=3000), proxied=True, log=log, first=1,
+    with Cluster(rel, lib, 2, timing=Timing(lag=3000), proxied=True, log=log,
                  root=keep, keep=keep is not None) as cluster:
         proxies = cluster.proxies
         proxies.gate()

@@ -179,7 +179,7 @@ def run(doc: dict, release: Release, lib: Path, *, elr: Optional[bool] = None, k
     cluster = Cluster(release, lib, cfg["replicas"], min_isr=cfg["min_isr"],
                       unclean_election=cfg["unclean_election"], elr=use_elr,
                       timing=timing or (PROXIED_TIMING if plan.proxied else Timing()), proxied=plan.proxied,
-                      root=keep, keep=keep is not None, log=log, first=_zk_controller(plan, cfg["replicas"]))
+                      root=keep, keep=keep is not None, log=log)
     step_no, stopped = 0, False
     try:
         with cluster:
@@ -208,6 +208,8 @@ def run(doc: dict, release: Release, lib: Path, *, elr: Optional[bool] = None, k
                             # purgatory up to replica.fetch.wait.max.ms (100 ms): let it come back
                             # empty, or the follower would read the new record from its socket on resume
                             client.sleep(FETCH_SETTLE)
+                        if plan.proxied and step.do not in MESSAGE_STEPS:
+                            _drop_abandoned(cluster, states, plan, step, log)
                         try:
                             _place(cluster, client, step, log)
                         except ProxyError as e:
@@ -277,18 +279,33 @@ def _before_pause(cluster, client, step, target, wait, log) -> None:
         client.sleep(POLL)
 
 
+MESSAGE_STEPS = ("await_request", "deliver_request", "deliver_response", "reject")
+# from 1.1 a fetcher thread that stops closes its connection to the leader (ReplicaFetcherThread
+# .initiateShutdown @1.1.1: leaderEndpoint.close()); before, nothing overrides it (@0.11.0.3), and
+# the thread waits for its outstanding Fetch's answer up to request.timeout.ms
+CLOSES_ON_STOP = (1, 1)
+
+
+def _drop_abandoned(cluster: Cluster, states, plan: Plan, step, log) -> None:
+    """Before 1.1 a fetcher thread cannot stop while the proxy holds its Fetch or the answer: a
+    controlled shutdown, or a follower taking leadership (``shutdownIdleFetcherThreads``), would
+    wait for it up to request.timeout.ms (300 s under the proxy). Where the model's step (and the
+    steps Kafka takes after it by itself) abandons a follower's message, the proxy closes that
+    follower's connection, as 1.1+ brokers do themselves when the thread stops."""
+    if cluster.release.key() >= CLOSES_ON_STOP:
+        return
+    later = [s.index for s in plan.steps if s.index > step.index and s.placed]
+    after = states[(later[0] - 1) if later else len(states) - 1]
+    for frame in cluster.proxies.holding():
+        f = frame.follower
+        if f is not None and not after.inflight[f] and cluster.proxies.drop(f, frame.leader):
+            log(f"  r{f}'s connection to r{frame.leader} closed with its held {frame!r}: the model abandons it "
+                f"here, and before 1.1 the fetcher thread would wait for it")
+
+
 def _next(ckpts: List[int], at: int) -> int:
     later = [c for c in ckpts if c > at]
     return later[0] if later else at
-
-
-def _zk_controller(plan: Plan, n: int) -> int:
-    """ZooKeeper mode: the broker to start first, so that it becomes the controller: one never
-    paused whose first fault comes last (the controller's own failure moves it elsewhere)."""
-    paused = {f for s in plan.steps for f in s.pause_before}
-    first_fault = {r: min([s.index for s in plan.steps if s.placed and s.do != "produce" and r in s.args[:1]],
-                          default=10**6) for r in range(n)}
-    return max(range(n), key=lambda r: (r not in paused, first_fault[r], -r))
 
 
 def _place(cluster: Cluster, client, step, log) -> None:
@@ -309,7 +326,7 @@ def _place(cluster: Cluster, client, step, log) -> None:
         _restart(cluster, r)
     elif step.do == "elect_preferred":
         client.elect_preferred()
-    elif step.do in ("await_request", "deliver_request", "deliver_response", "reject"):
+    elif step.do in MESSAGE_STEPS:
         _message_step(cluster.proxies, step, log)
     else:
         raise PlanError(f"step {step.index} {step.label}: nothing places {step.do!r}")

@@ -183,8 +183,10 @@ def advance_hw(s: State, l: int, rules: Rules) -> State:
     leader would add to the ISR (``shouldWaitForReplicaToJoinIsr``, ``_isr_eligible``).
 
     History: offsets newly below a leader's HW are what a consumer can read; with acks=all a
-    record this leader appended in its current epoch is acknowledged once the HW passes it and
-    the ISR still has min.insync.replicas members (DelayedProduce)."""
+    record this leader appended since it took office (``leading_since``: a re-election at a newer
+    epoch keeps the request waiting) is acknowledged once the HW passes it and the ISR still has
+    min.insync.replicas members (DelayedProduce.tryComplete -> Partition.checkEnoughReplicasReachOffset
+    @0.11.0.3, @4.1.1: the HW and the ISR's size, no epoch)."""
     rep = s.replicas[l]
     if rules.mode.strict_min_isr and _size(rep.isr) < rules.cfg.min_isr:
         return s
@@ -207,7 +209,7 @@ def advance_hw(s: State, l: int, rules: Rules) -> State:
         acked = list(acked)
         for o in range(rep.hw, low):
             record, epoch = rep.log[o]
-            if epoch == rep.leader_epoch and acked[record] == UNDEFINED:
+            if epoch >= rep.leading_since and acked[record] == UNDEFINED:
                 acked[record] = o
         acked = tuple(acked)
     s = _set(s, l, rep._replace(hw=low))
@@ -1314,9 +1316,10 @@ def become_leader(s: State, rules: Rules, r: int) -> Optional[State]:
         remote = (UNDEFINED,) * rules.n
         epochs = (UNDEFINED,) * rules.n if rules.mode.broker_epochs else ()
     fetch_leo, caught_up = _reset_fetch_state(rep, c, rules.n, isr_update)
+    since = rep.leading_since if rep.role == LEADER else c.epoch     # isNewLeader: a new term begins
     rep = rep._replace(role=LEADER, leader_epoch=c.epoch, leader=r, isr=c.isr, truncating=FETCHING,
                        remote_leo=remote, remote_broker_epoch=epochs, epoch_cache=cache,
-                       remote_fetch_leo=fetch_leo, remote_caught_up=caught_up)
+                       remote_fetch_leo=fetch_leo, remote_caught_up=caught_up, leading_since=since)
     s = _leave_fetcher(_set(s, r, rep), rules, r)
     return advance_hw(s, r, rules)
 
@@ -1357,7 +1360,7 @@ def become_leader_terms(enc, s, r):
     caught_up = ite(o, isr_update, kept, (False,) * enc.n)
     new = rep._replace(role=LEADER, leader_epoch=c.epoch, leader=r, isr=c.isr, truncating=FETCHING, remote_leo=remote,
                        remote_broker_epoch=rbe, epoch_cache=cache, clen=clen, remote_fetch_leo=fetch_leo,
-                       remote_caught_up=caught_up)
+                       remote_caught_up=caught_up, leading_since=o.If(rep.role == LEADER, rep.leading_since, c.epoch))
     return guard, enc.advance_hw(_leave_fetcher_terms(enc, enc.set_replica(s, r, new), r), r)
 
 
@@ -1374,7 +1377,7 @@ def become_follower(s: State, rules: Rules, r: int) -> Optional[State]:
     if rep.leader == c.leader and not rules.mode.follow_on_new_epoch:
         return _set(s, r, rep._replace(leader_epoch=c.epoch))
     rep = rep._replace(role=FOLLOWER, leader_epoch=c.epoch, leader=c.leader, isr=0, remote_leo=(),
-                       remote_broker_epoch=(), remote_fetch_leo=(), remote_caught_up=0)
+                       remote_broker_epoch=(), remote_fetch_leo=(), remote_caught_up=0, leading_since=UNDEFINED)
     if not rules.mode.epochs:
         rep = truncate(rep, rep.hw)._replace(truncating=FETCHING)
     elif rules.mode.truncate_on_fetch:
@@ -1407,7 +1410,7 @@ def become_follower_terms(enc, s, r):
     guard = o.And(rep.alive, c.leader != UNDEFINED, c.leader != r, c.epoch > rep.leader_epoch)
     new = rep._replace(role=FOLLOWER, leader_epoch=c.epoch, leader=c.leader, isr=(False,) * enc.n,
                        remote_leo=(0,) * enc.n, remote_broker_epoch=(0,) * len(rep.remote_broker_epoch),
-                       remote_fetch_leo=(0,) * enc.n, remote_caught_up=(False,) * enc.n)
+                       remote_fetch_leo=(0,) * enc.n, remote_caught_up=(False,) * enc.n, leading_since=UNDEFINED)
     if not enc.mode.epochs:
         new = enc.truncate(new, new.hw)._replace(truncating=FETCHING)
     elif enc.tof:         # actions.become_follower, 2.8+: fetching from the LEO at once (initialFetchOffset)
@@ -1575,7 +1578,7 @@ def initial_state(rules: Rules) -> State:
     cache = ((0, 0),) if rules.mode.cache_on_become_leader else ()
     known = (UNDEFINED,) + (0,) * (n - 1)
     leader = Replica(1, LEADER, 0, 0, everyone, (), 0, 0, cache, 0, known,
-                     known if rules.mode.broker_epochs else (), remote_fetch_leo=(UNDEFINED,) * n)
+                     known if rules.mode.broker_epochs else (), remote_fetch_leo=(UNDEFINED,) * n, leading_since=0)
     follower = Replica(1, FOLLOWER, 0, 0, 0, (), 0, 0, (), 0, ())
     return State(
         replicas=(leader,) + (follower,) * (n - 1),

@@ -222,6 +222,8 @@ class Model:
                     entry["remote_broker_epoch"] = {names[f]: rep.remote_broker_epoch[f] for f in range(n) if f != r}
                 entry["remote_fetch_leo"] = {names[f]: rep.remote_fetch_leo[f] for f in range(n) if f != r}
                 entry["remote_caught_up"] = isr(rep.remote_caught_up)
+                if rep.leading_since != rep.leader_epoch:    # re-elected: its term began earlier
+                    entry["leading_since"] = rep.leading_since
             replicas[names[r]] = entry
         on_fetch = self.rules.mode.truncate_on_fetch
         inflight = {names[f]: _message_json(msg, names, on_fetch) for f, msg in enumerate(s.inflight) if msg}

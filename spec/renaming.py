@@ -56,7 +56,7 @@ def rename(s: State, perm: Perm) -> State:
         reps[perm[r]] = Replica(rep.alive, rep.role, rep.leader_epoch, leader, mask[rep.isr], rep.log,
                                 rep.hw, rep.flushed, rep.epoch_cache, rep.truncating, _moved(rep.remote_leo, perm),
                                 _moved(rep.remote_broker_epoch, perm), rep.clean_shutdown, rep.leader_fenced,
-                                _moved(rep.remote_fetch_leo, perm), mask[rep.remote_caught_up])
+                                _moved(rep.remote_fetch_leo, perm), mask[rep.remote_caught_up], rep.leading_since)
         inflight[perm[r]] = _renamed_message(s.inflight[r], perm)
         stale[perm[r]] = _renamed_message(s.stale[r], perm)
     c = s.controller
@@ -89,7 +89,7 @@ def symmetry_keys(s: State) -> list:
     for r, rep in enumerate(s.replicas):
         msg, old = s.inflight[r], s.stale[r]
         keys.append((r != PREFERRED, rep.alive, rep.role, rep.leader_epoch, rep.leader == r, rep.log, rep.hw,
-                     rep.flushed, rep.epoch_cache, rep.truncating, rep.leader_fenced, c.leader == r, c.isr >> r & 1,
+                     rep.flushed, rep.epoch_cache, rep.truncating, rep.leader_fenced, rep.leading_since, c.leader == r, c.isr >> r & 1,
                      c.live >> r & 1,
                      (msg.kind,) + msg[2:] if msg else (), (old.kind,) + old[2:] if old else ()))    # all but the leader
     return keys

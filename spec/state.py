@@ -108,6 +108,12 @@ class Replica(NamedTuple):
     # replica.lag.time.max.ms (Replica.lastCaughtUpTimeMs); the HW waits for them as for the ISR
     # (Partition.maybeIncrementLeaderHW). ISR members' bits are 0: the ISR counts them anyway
     remote_caught_up: int = 0
+    # on a leader: the leader epoch at which its current leadership began (Partition.makeLeader,
+    # isNewLeader). A produce request waits in its purgatory (DelayedProduce) until the HW passes it
+    # for as long as the broker stays leader, through LeaderAndIsrs that re-elect it at a newer
+    # epoch; becoming a follower answers it NOT_LEADER (ReplicaManager.makeFollowers), and a stop
+    # loses it. UNDEFINED on other roles
+    leading_since: int = UNDEFINED
 
     @property
     def leo(self) -> int:

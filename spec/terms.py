@@ -87,6 +87,7 @@ class SRep(NamedTuple):
     leader_fenced: object = False     # fence_stops_fetchers with KAFKA-18991: the leader followed was fenced
     remote_fetch_leo: tuple = ()      # n ints: a leader's lastFetchLeaderLogEndOffset per follower (0 on other roles)
     remote_caught_up: tuple = ()      # n booleans: a leader's followers caught up outside its ISR view
+    leading_since: object = -1        # on a leader: the epoch its term began (UNDEFINED on other roles)
 
 
 class SCtl(NamedTuple):

@@ -85,6 +85,7 @@ def scalars(enc, s) -> List[Tuple[str, object, str]]:
         add(f"{p} leader", rep.leader, REPLICA)
         add(f"{p} truncating", rep.truncating, VALUE)
         add(f"{p} epoch", rep.leader_epoch, EPOCH)
+        add(f"{p} leading since", rep.leading_since, EPOCH)
         add(f"{p} leo", rep.leo, OFFSET)
         add(f"{p} hw", rep.hw, OFFSET)
         add(f"{p} clen", rep.clen, VALUE)

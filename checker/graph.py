@@ -13,14 +13,14 @@
 >>> m = Model(Config(mode="hw", records=1, crashes=1, max_epoch=1, acks="1"))
 >>> g = explore(m)
 >>> g.number_of_nodes(), min(d["depth"] for _, d in g.nodes(data=True) if d["violated"])
-(1519, 3)
+(2107, 3)
 >>> q = symmetry_quotient(g, m)
 >>> q.number_of_nodes() == g.number_of_nodes(), shortest_violation(q)[0]
 (True, 3)
 >>> m3 = Model(Config(mode="hw", replicas=3, records=1, crashes=0, max_epoch=1, acks="1"))
 >>> g3 = explore(m3)
 >>> g3.number_of_nodes(), symmetry_quotient(g3, m3).number_of_nodes()
-(1104, 571)
+(2204, 1128)
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ breaks it, then asks a bounded bfs whether a shorter one exists.
 >>> r.verdict, r.violations[0].invariant, r.walk_index, r.original_steps, r.shrunk_steps
 ('violated', 'NoCommittedDataLoss', 6, 11, 3)
 >>> r.shrink_note
-"bfs shortened it: shortest among every schedule within the trace's budgets (48 states)"
+"bfs shortened it: shortest among every schedule within the trace's budgets (56 states)"
 """
 
 from __future__ import annotations

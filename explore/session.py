@@ -6,7 +6,7 @@ knows a protocol rule: the page draws what this sends.
 >>> from hwcheck.spec import Config, Model
 >>> s = Session(Model(Config(mode="hw", records=1)))
 >>> [a["label"] for a in s.view()["enabled"]][:2]
-['produce(r0)', 'send_fetch(r1)']
+['produce(r0)', 'shrink_isr(r0,r1)']
 >>> v = s.apply("produce(r0)")
 >>> v["cursor"], v["action"], v["changed"][:2]
 (1, 'produce(r0)', ['history.produced', 'replicas.r0.leo'])

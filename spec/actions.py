@@ -1430,14 +1430,17 @@ def become_follower_terms(enc, s, r):
 
 
 def shrink_isr(s: State, rules: Rules, l: int, f: int) -> Optional[State]:
-    """The leader drops a follower that has not caught up (replica.lag.time.max.ms, seed 002) and
-    writes the new ISR, at the same leader epoch (Partition.maybeShrinkIsr -> updateIsr); only a
-    leader in office whose ISR view is current can (the conditional ZooKeeper write). Then it tries
-    to move its HW."""
+    """The leader drops a follower that has not caught up within replica.lag.time.max.ms (seed 002)
+    and writes the new ISR, at the same leader epoch (Partition.maybeShrinkIsr -> updateIsr); only a
+    leader in office whose ISR view is current can (the conditional ZooKeeper write). From 2.1 a
+    follower at the leader's LEO is never out of sync (Partition.getOutOfSyncReplicas @2.1.0:
+    ``leaderEndOffset != logEndOffset``); before, the caught-up time alone decided
+    (``getOutOfSyncReplicas @0.10.2.1, @0.11.0.3, @2.0.1``), so a stuck follower (no Fetch within the
+    window) left at the leader's LEO too. Then the leader tries to move its HW."""
     rep = s.replicas[l]
     if not (f != l and in_office(s, l) and rep.isr == s.controller.isr and rep.isr >> f & 1):
         return None
-    if rep.remote_leo[f] >= rep.leo:
+    if rules.mode.out_of_sync_below_leo and rep.remote_leo[f] >= rep.leo:
         return None
     isr = rep.isr & ~(1 << f)
     s = _with_controller(_set(s, l, rep._replace(isr=isr)), _with_isr(s.controller, rules, isr))
@@ -1447,7 +1450,9 @@ def shrink_isr(s: State, rules: Rules, l: int, f: int) -> Optional[State]:
 def shrink_isr_terms(enc, s, l, f):
     """The z3 twin of ``shrink_isr``: (guard, next state) over the encoding's terms (checker/symbolic.py)."""
     o, rep = enc.o, s.reps[l]
-    guard = o.And(in_office_terms(o, s, l), equal(o, rep.isr, s.ctl.isr), rep.isr[f], rep.remote_leo[f] < rep.leo)
+    guard = o.And(in_office_terms(o, s, l), equal(o, rep.isr, s.ctl.isr), rep.isr[f])
+    if enc.mode.out_of_sync_below_leo:       # shrink_isr: from 2.1 a follower at the LEO stays
+        guard = o.And(guard, rep.remote_leo[f] < rep.leo)
     isr = enc.bit(rep.isr, f, False)
     t = enc.set_replica(s, l, rep._replace(isr=isr))._replace(ctl=enc.with_isr(s.ctl, isr))
     return guard, enc.advance_hw(t, l)

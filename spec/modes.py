@@ -102,6 +102,9 @@ class Mode:
     follow_on_new_epoch: bool = False
     # ISR expansion also waits for the start offset of the leader's epoch (KAFKA-7128, 2.1)
     expand_waits_for_epoch_start: bool = False
+    # a follower at the leader's LEO is never out of sync (Partition.getOutOfSyncReplicas, 2.1); before,
+    # one that has not caught up within replica.lag.time.max.ms is, at the leader's LEO too (stuck)
+    out_of_sync_below_leo: bool = False
     # with unclean election off, a follower whose leader's LEO is below its own stops its broker
     # instead of truncating (ReplicaFetcherThread.handleOffsetOutOfRange, until 2.1)
     exit_on_out_of_range: bool = False
@@ -217,6 +220,7 @@ KIP320 = KIP279.variant(
     "kip320", "2.1", summary="fencing by leader epoch; a new leader caches its epoch on taking office",
     assign=assign_2_1, end_offset_for=end_offset_for_2_1, cache_on_become_leader=True, fenced=True,
     follow_on_new_epoch=True, expand_waits_for_epoch_start=True, exit_on_out_of_range=False,
+    out_of_sync_below_leo=True,
     changes=(
         Change("Fetch and OffsetsForLeaderEpoch carry the sender's leader epoch; a leader at another "
                "epoch answers FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH",
@@ -233,6 +237,9 @@ KIP320 = KIP279.variant(
                "KAFKA-7128", "Partition.maybeExpandIsr @2.1.0"),
         Change("a follower beyond its leader's LEO truncates to it even with unclean election off "
                "(no exit)", "KAFKA-7414", "AbstractFetcherThread.fetchOffsetAndTruncate @2.1.1"),
+        Change("a follower at the leader's LEO is never out of sync; before, a stuck one (no Fetch within "
+               "replica.lag.time.max.ms) left the ISR at the leader's LEO too (getOutOfSyncReplicas @2.0.1)",
+               "(2.1.0)", "Partition.getOutOfSyncReplicas @2.1.0"),
     ))
 
 KIP380 = KIP320.variant(

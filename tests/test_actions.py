@@ -183,9 +183,20 @@ def test_crash_bounded_and_restart_only_when_down(hw_model):
     assert hw_model.step(s, ("crash", 0)) is None                    # 2 crashes used
 
 
-def test_shrink_isr_refused_for_a_caught_up_follower(hw_model):
-    s = hw_model.init_states()[0]
-    assert hw_model.step(s, ("shrink_isr", 0, 1)) is None            # remote LEO 0 = LEO 0
+@pytest.mark.parametrize("mode, at_leo", [("hw", True), ("kip101", True), ("kip279", True),
+                                          ("kip320", False), ("epoch", False)])
+def test_a_stuck_follower_at_the_leaders_leo_leaves_the_isr_only_before_2_1(mode, at_leo):
+    """Partition.getOutOfSyncReplicas @0.10.2.1, @2.0.1: the caught-up time alone (a follower that
+    stops fetching is dropped, at the leader's LEO too); @2.1.0: never one at the leader's LEO."""
+    model = Model(Config(mode=mode, records=2))
+    s = model.init_states()[0]                                    # remote LEO 0 = LEO 0
+    t = model.step(s, ("shrink_isr", 0, 1))
+    if at_leo:
+        assert t.controller.isr == t.replicas[0].isr == 0b01 and t.controller.epoch == s.controller.epoch
+    else:
+        assert t is None
+    behind = model.step(s, P0)                                    # remote LEO 0 < LEO 1: any release
+    assert model.step(behind, ("shrink_isr", 0, 1)).controller.isr == 0b01
 
 
 def test_isr_expansion_happens_only_in_the_fetch_handler_once_the_fetch_offset_reaches_the_hw():

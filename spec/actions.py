@@ -183,8 +183,8 @@ def advance_hw(s: State, l: int, rules: Rules) -> State:
     leader would add to the ISR (``shouldWaitForReplicaToJoinIsr``, ``_isr_eligible``).
 
     History: offsets newly below a leader's HW are what a consumer can read; with acks=all a
-    record this leader appended since it took office (``leading_since``: a re-election at a newer
-    epoch keeps the request waiting) is acknowledged once the HW passes it and the ISR still has
+    record this leader appended since it took office (``leading_since``: being named again at the
+    next epoch keeps the request waiting) is acknowledged once the HW passes it and the ISR still has
     min.insync.replicas members (DelayedProduce.tryComplete -> Partition.checkEnoughReplicasReachOffset
     @0.11.0.3, @4.1.1: the HW and the ISR's size, no epoch)."""
     rep = s.replicas[l]
@@ -1316,12 +1316,22 @@ def become_leader(s: State, rules: Rules, r: int) -> Optional[State]:
         remote = (UNDEFINED,) * rules.n
         epochs = (UNDEFINED,) * rules.n if rules.mode.broker_epochs else ()
     fetch_leo, caught_up = _reset_fetch_state(rep, c, rules.n, isr_update)
-    since = rep.leading_since if rep.role == LEADER else c.epoch     # isNewLeader: a new term begins
+    since = rep.leading_since if _term_goes_on(rep, c) else c.epoch
     rep = rep._replace(role=LEADER, leader_epoch=c.epoch, leader=r, isr=c.isr, truncating=FETCHING,
                        remote_leo=remote, remote_broker_epoch=epochs, epoch_cache=cache,
                        remote_fetch_leo=fetch_leo, remote_caught_up=caught_up, leading_since=since)
     s = _leave_fetcher(_set(s, r, rep), rules, r)
     return advance_hw(s, r, rules)
+
+
+def _term_goes_on(rep: Replica, c: Controller) -> bool:
+    """Whether a leader named again keeps its term (``leading_since``): Partition.makeLeader's
+    ``isNewLeader`` is false when the broker was leader already, so the produce requests in its
+    purgatory keep waiting. A broker applies every LeaderAndIsr in turn (the ZooKeeper controller
+    queues them per broker), and the model lets it apply only the latest: when it skipped an epoch,
+    the model cannot tell whether that epoch named it, and a new term begins (as if another leader
+    had come between)."""
+    return rep.role == LEADER and c.epoch <= rep.leader_epoch + 1
 
 
 def _reset_fetch_state(rep: Replica, c: Controller, n: int, isr_update: bool):
@@ -1358,9 +1368,10 @@ def become_leader_terms(enc, s, r):
     fetch_leo = ite(o, isr_update, rep.remote_fetch_leo, ite(o, rep.role == LEADER, reelected, (UNDEFINED,) * enc.n))
     kept = tuple(o.And(o.Or(b, rep.isr[f]), o.Not(c.isr[f]), f != r) for f, b in enumerate(rep.remote_caught_up))
     caught_up = ite(o, isr_update, kept, (False,) * enc.n)
+    goes_on = o.And(rep.role == LEADER, c.epoch <= rep.leader_epoch + 1)      # actions._term_goes_on
     new = rep._replace(role=LEADER, leader_epoch=c.epoch, leader=r, isr=c.isr, truncating=FETCHING, remote_leo=remote,
                        remote_broker_epoch=rbe, epoch_cache=cache, clen=clen, remote_fetch_leo=fetch_leo,
-                       remote_caught_up=caught_up, leading_since=o.If(rep.role == LEADER, rep.leading_since, c.epoch))
+                       remote_caught_up=caught_up, leading_since=o.If(goes_on, rep.leading_since, c.epoch))
     return guard, enc.advance_hw(_leave_fetcher_terms(enc, enc.set_replica(s, r, new), r), r)
 
 

@@ -110,9 +110,9 @@ class Replica(NamedTuple):
     remote_caught_up: int = 0
     # on a leader: the leader epoch at which its current leadership began (Partition.makeLeader,
     # isNewLeader). A produce request waits in its purgatory (DelayedProduce) until the HW passes it
-    # for as long as the broker stays leader, through LeaderAndIsrs that re-elect it at a newer
-    # epoch; becoming a follower answers it NOT_LEADER (ReplicaManager.makeFollowers), and a stop
-    # loses it. UNDEFINED on other roles
+    # for as long as the broker stays leader, through LeaderAndIsrs that name it again (at the next
+    # epoch: actions._term_goes_on); becoming a follower answers it NOT_LEADER
+    # (ReplicaManager.makeFollowers), and a stop loses it. UNDEFINED on other roles
     leading_since: int = UNDEFINED
 
     @property

@@ -467,3 +467,22 @@ def test_from_3_6_a_caught_up_follower_holds_the_hw_only_while_it_may_join_the_i
     assert s.replicas[0].remote_caught_up == 0b10 and not s.controller.live >> 1 & 1
     after = m.step(s, P0)
     assert after.replicas[0].hw == (2 if held else 3)
+
+
+def test_a_produce_waits_while_its_leader_is_named_again_and_not_across_a_skipped_epoch():
+    """DelayedProduce (Partition.checkEnoughReplicasReachOffset @0.11.0.3: the HW, no epoch): the
+    ZooKeeper walk's step 3 on 0.11.0.3 -- r0 appends record 0 at epoch 0, r1 dies, the controller
+    takes it out of the ISR and names r0 again at epoch 1 -- and Kafka acknowledges record 0 once
+    r0's HW passes it. A leader that skipped an epoch (it never applied the one naming another
+    leader, KAFKA-6361's trace at step 13) starts a new term: what it appended before is not
+    acknowledged, as Kafka's makeFollowers answered it NOT_LEADER."""
+    model = Model(Config(mode="kip101", records=2))
+    s = run_labels(model, [P0, ("crash", 1), ("controller_handle_failure", 1)])[-1]
+    assert s.controller.epoch == 1 and s.history.acked == (UNDEFINED, UNDEFINED)
+    t = model.step(s, ("become_leader", 0))
+    assert t.replicas[0].leading_since == 0 and t.history.acked[0] == 0
+    doc = load_itf((CX / "kip101-divergence-kafka-6361.itf.json").read_text())
+    states = replay(doc).trace.states
+    before, after = states[12].replicas[1], states[13].replicas[1]
+    assert before.role == LEADER and after.leader_epoch > before.leader_epoch + 1
+    assert after.leading_since == after.leader_epoch and states[13].history.acked[0] == UNDEFINED

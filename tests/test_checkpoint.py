@@ -19,7 +19,7 @@ def figures(stdout):
 
 
 def test_killed_run_resumes_to_the_same_verdict_and_counts(tmp_path):
-    """The newest mode with one record (56,711 states to depth 34: about 10 s with a checkpoint at
+    """The newest mode with one record (53,691 states to depth 34: about 10 s with a checkpoint at
     every level, killed past depth 15 of 34) rather than the defaults (287,803 states to depth 38,
     which test_bfs.py verifies): the resumed command line reaches the counts of an uninterrupted
     search of the same space."""
@@ -47,7 +47,7 @@ def test_killed_run_resumes_to_the_same_verdict_and_counts(tmp_path):
     assert "verdict: holds" in resumed.stdout and "every reachable state" in resumed.stdout
     assert figures(resumed.stdout) == [f"figures: {whole.distinct_states:,} distinct states",
                                        f"{whole.generated_states:,} generated", f"depth {whole.depth}"]
-    assert "56,711 distinct states" in resumed.stdout and "depth 34" in resumed.stdout
+    assert "53,691 distinct states" in resumed.stdout and "depth 34" in resumed.stdout
 
 
 def test_resumed_violating_run_finds_the_same_shortest_trace(tmp_path):

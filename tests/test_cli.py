@@ -30,12 +30,12 @@ def test_verify_hw_finds_data_loss_and_writes_a_replayable_trace(tmp_path):
 
 def test_verify_a_holding_epoch_run_says_so():
     """How verify renders a run that holds over its whole space. One crash instead of the default
-    two (14,230 states, not 287,803: 1 s, not 15 s): the epoch defaults themselves are verified by
+    two (14,207 states, not 287,803: 1 s, not 15 s): the epoch defaults themselves are verified by
     test_bfs.py::test_epoch_defaults_hold_over_the_whole_space."""
     proc = run_cli("verify", "--mode=epoch", "--crashes=1")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "verdict: holds" in proc.stdout and "every reachable state" in proc.stdout
-    assert "crashes=1" in proc.stdout and "figures: 14,230 distinct states" in proc.stdout
+    assert "crashes=1" in proc.stdout and "figures: 14,207 distinct states" in proc.stdout
 
 
 def test_verify_never_overwrites_an_existing_file(tmp_path):

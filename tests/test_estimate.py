@@ -22,13 +22,14 @@ from .conftest import ROOT, run_cli
 # and no estimate made while the search runs is off by more than a factor of 2
 FACTOR = 2.0
 BEFORE = 0.5
-# gate rows that hold (so bfs runs to the end), the smallest four whose first estimate comes that
-# early; together about 85 s on one core. Since the HW waits for caught-up followers outside the ISR
-# no KRaft row does: the first estimate comes at 58-61% of the states on the kip903, kafka15583,
-# kafka18991, kip966 and kafka19522 rows that hold, at 70% and 79% on kafka19522's disk-loss and
-# power-failure rows (docs/performance.md); kafka19522-disk-loss-min-isr-2 and kafka18991-defaults
-# were on this list before (their first estimates came before half the states)
-ROWS = ["kip380-response-hw-before", "kip380-min-isr-2", "kafka10706-defaults", "kip380-defaults"]
+# gate rows that hold (so bfs runs to the end), the three smallest whose first estimate comes that
+# early (at 33%, 27% and 36% of the states); together about 60 s on one core. The next are
+# kip380-3-replicas (15%, 524k states, 59 s) and kip320-fast-leader-changes (6%, 945k, 82 s). Since
+# a produce waits while its leader is named again, kip380-min-isr-2's first estimate comes at 58.5%
+# (it was on this list); since the HW waits for caught-up followers outside the ISR no KRaft row
+# qualifies: 58-61% on the kip903, kafka15583, kafka18991, kip966 and kafka19522 rows that hold, 70%
+# and 79% on kafka19522's disk-loss and power-failure rows (docs/performance.md)
+ROWS = ["kip380-response-hw-before", "kafka10706-defaults", "kip380-defaults"]
 
 
 def gate_rows():
@@ -38,7 +39,7 @@ def gate_rows():
 
 @pytest.mark.parametrize("name", [ROWS[0]] + [pytest.param(row, marks=pytest.mark.slow) for row in ROWS[1:]])
 def test_the_estimate_is_within_2x_before_half_the_states_on_a_gate_row(name):
-    """(The quick subset runs the first row; the full suite all four, 18-29 s each.)"""
+    """(The quick subset runs the first row; the full suite all three, about 20 s each.)"""
     entry = gate_rows()[name]
     est, made = Estimator(), []
 

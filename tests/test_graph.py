@@ -64,7 +64,9 @@ def json_canonical(model, state) -> str:
 
 @pytest.mark.slow
 def test_symmetry_quotient_on_three_replicas_counts_the_canonical_states_and_keeps_the_verdict():
-    model = Model(Config(mode="hw", replicas=3, records=1, crashes=1, max_epoch=1, acks="1"))
+    # kip320 (182,271 states, about 100 s here): hw's space grew to 322,714 (199 s in a CI run) once a
+    # stuck follower leaves the ISR at the leader's LEO before 2.1; both lose an acks=1 record in 3 steps
+    model = Model(Config(mode="kip320", replicas=3, records=1, crashes=1, max_epoch=1, acks="1"))
     g = explore(model)
     q = symmetry_quotient(g, model)
     # independent: every reachable state (own search through successors), canonicalised on JSON

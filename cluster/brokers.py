@@ -146,20 +146,19 @@ class Cluster:
         self.root.mkdir(parents=True, exist_ok=True)
         self.cluster_id = _cluster_id()
         t0 = time.monotonic()
+        if not self.kraft:
+            zk = self.nodes["zookeeper"] = Node("zookeeper", -1, self.root / "zookeeper", free_port())
+            zk.home.mkdir()
+        ctl = self.nodes["controller"] = Node("controller", CONTROLLER_ID, self.root / "controller", free_port())
+        ctl.home.mkdir()
         if self.kraft:
-            ctl = self.nodes["controller"] = Node("controller", CONTROLLER_ID, self.root / "controller", free_port())
-            ctl.home.mkdir()
             self._write(ctl, self._controller_props(ctl))
             self._format(ctl)
         else:
-            zk = self.nodes["zookeeper"] = Node("zookeeper", -1, self.root / "zookeeper", free_port())
-            zk.home.mkdir()
             # the ZooKeeper controller runs in a broker: one that holds no replica of the partition,
             # started first so that it wins the election (KafkaController.elect), as the model's
             # controller outlives every replica (with the controller on a replica, the last one's
             # crash leaves nobody to handle it, and its restart keeps the leader epoch)
-            ctl = self.nodes["controller"] = Node("controller", CONTROLLER_ID, self.root / "controller", free_port())
-            ctl.home.mkdir()
             if self.proxied:
                 ctl.replication_port = free_port()      # no proxy: nothing replicates from it
             self._write(ctl, self._broker_props(ctl))
@@ -176,10 +175,9 @@ class Cluster:
             if self.kraft:
                 self._format(b)
         if self.kraft:
-            self._spawn(self.nodes["controller"])
+            self._spawn(ctl)
         else:
             self._spawn_zookeeper(self.nodes["zookeeper"])
-            ctl = self.nodes["controller"]
             self._spawn(ctl)
             self.wait_listening(ctl)
             time.sleep(1.0)                     # its ZooKeeper session and /controller before any replica's

@@ -159,10 +159,10 @@ class Client:
     def _registered(self) -> int:
         """How many of the partition's brokers (ids 0..n-1: not the ZooKeeper controller's broker)
         the cluster's metadata lists; 0 while brokers starting answer with partial metadata."""
-        from confluent_kafka import KafkaException
+        ck, _ = _confluent()
         try:
             return sum(1 for b in self.admin.list_topics(timeout=5).brokers if b < self.cluster.replicas)
-        except KafkaException:
+        except ck.KafkaException:
             return 0
 
     def _ready(self, n: int) -> bool:

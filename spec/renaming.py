@@ -89,7 +89,7 @@ def symmetry_keys(s: State) -> list:
     for r, rep in enumerate(s.replicas):
         msg, old = s.inflight[r], s.stale[r]
         keys.append((r != PREFERRED, rep.alive, rep.role, rep.leader_epoch, rep.leader == r, rep.log, rep.hw,
-                     rep.flushed, rep.epoch_cache, rep.truncating, rep.leader_fenced, rep.leading_since, c.leader == r, c.isr >> r & 1,
-                     c.live >> r & 1,
+                     rep.flushed, rep.epoch_cache, rep.truncating, rep.leader_fenced, rep.leading_since,
+                     c.leader == r, c.isr >> r & 1, c.live >> r & 1,
                      (msg.kind,) + msg[2:] if msg else (), (old.kind,) + old[2:] if old else ()))    # all but the leader
     return keys

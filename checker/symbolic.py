@@ -460,8 +460,9 @@ class Encoding:
         none = r.role == NONE
         cs = [rng(r.role, 0, 2), rng(r.leo, 0, L), rng(r.hw, 0, L), rng(r.flushed, 0, L), rng(r.clen, 0, C),
               rng(r.truncating, 0, 2),
-              o.If(none, o.And(r.leader_epoch == UNDEFINED, r.leader == UNDEFINED, r.truncating == FETCHING,
-                               *[o.Not(b) for b in r.isr]),
+              o.If(none, o.And(r.leader_epoch == UNDEFINED if self.mode.restart_after_detection
+                               else rng(r.leader_epoch, UNDEFINED, E),    # actions._stop: before KIP-380
+                               r.leader == UNDEFINED, r.truncating == FETCHING, *[o.Not(b) for b in r.isr]),
                    o.And(rng(r.leader_epoch, 0, E), rng(r.leader, 0, n - 1)))]
         if not self.tracks_flushed:
             cs.append(r.flushed == 0)
@@ -795,8 +796,10 @@ class Encoding:
                           self.no_stale(), m) for f, m in enumerate(s.stale))
         return self.abandon(s._replace(msgs=msgs, stale=stale), r)
 
-    def stop(self, s: SState, r: int, rep: SRep) -> SState:
-        return self._drop_messages_to(self.set_replica(s, r, self._lost_memory(rep)), r)
+    def stop(self, s: SState, r: int, disk: SRep) -> SState:
+        """actions._stop: before KIP-380 the epoch of the last LeaderAndIsr answered stays."""
+        answered = UNDEFINED if self.mode.restart_after_detection else s.reps[r].leader_epoch
+        return self._drop_messages_to(self.set_replica(s, r, self._lost_memory(disk)._replace(leader_epoch=answered)), r)
 
     def count_crash(self, s: SState) -> SState:
         return s._replace(hist=s.hist._replace(crashes=s.hist.crashes + 1))

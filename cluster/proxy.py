@@ -13,6 +13,12 @@ connection's order, until the harness releases them (the model's ``leader_handle
 a request, ``follower_handle_fetch`` its response) or drops the connection (a network fault:
 the follower sees a disconnection and, from 1.1, starts a new fetch session).
 
+A Fetch request already sent outlives its sender when the harness asks for it (``keep_stale``):
+the model's stale request (spec/actions ``_abandon``), bytes still on their way to the leader when
+the follower's process or fetcher went away. The proxy keeps it, with the leader's side of the
+connection open, until ``leader_handle_stale_fetch`` delivers it; the leader's answer has nobody
+to go to, and the connection closes.
+
 Which follower a connection belongs to is read from the kernel: the peer's port on 127.0.0.1 is a
 socket of exactly one process (``/proc/net/tcp*`` and ``/proc/PID/fd``), and the harness knows
 which broker each process is. Linux only; the request itself names the follower in a field that
@@ -64,6 +70,7 @@ class Frame:
     link: Optional["Link"] = field(default=None, repr=False)   # the connection it travels on
     released: threading.Event = field(default_factory=threading.Event, repr=False)
     dropped: bool = False
+    orphan: bool = False          # its sender has gone: delivered only as a stale request
 
     @property
     def name(self) -> str:
@@ -160,6 +167,7 @@ class Link:
         self.proxy, self.client, self.server, self.follower = proxy, client, server, follower
         self.requests: Dict[int, tuple] = {}       # correlation id -> (api_key, api_version)
         self.closed = threading.Event()
+        self.orphaned = False                      # the follower's side is gone; a stale request waits
         self.threads = [threading.Thread(target=self._pump, args=(REQUEST,), daemon=True,
                                          name=f"hwcheck-proxy-r{proxy.leader}-up"),
                         threading.Thread(target=self._pump, args=(RESPONSE,), daemon=True,
@@ -171,19 +179,35 @@ class Link:
 
     def _pump(self, direction: str) -> None:
         src, dst = (self.client, self.server) if direction == REQUEST else (self.server, self.client)
+        delivered_stale = False
         try:
             while not self.closed.is_set():
                 data = read_frame(src)
                 if data is None:
                     break
                 frame = self._frame(direction, data)
+                if direction == RESPONSE and self.orphaned:
+                    break                           # the answer to a stale request: nobody to read it
                 if frame is not None and not self.proxy.owner.hold(frame):
                     break                           # dropped, or the proxy closes
                 dst.sendall(data)
+                if frame is not None and frame.orphan:
+                    delivered_stale = True          # the other pump closes once the leader answers
+                    break
         except OSError:
             pass
         finally:
-            self.close()
+            if not delivered_stale:
+                self.close()
+
+    def orphan(self, frame: Frame) -> None:
+        """The follower's side is gone (or is closed here); ``frame``, a held Fetch request, waits on
+        for the leader as a stale request."""
+        frame.orphan, self.orphaned = True, True
+        try:
+            self.client.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
 
     def _frame(self, direction: str, data: bytes) -> Optional[Frame]:
         """The frame to gate, or None to pass it at once."""
@@ -265,6 +289,7 @@ class Proxies:
         self.links: List[Link] = []
         self.held: List[Frame] = []
         self.gated = False
+        self.keep_stale = False       # a Fetch request whose sender goes away stays, for a stale delivery
         self.closing = False
         self.cond = threading.Condition()
 
@@ -316,12 +341,22 @@ class Proxies:
             self.cond.notify_all()
         sender = frame.link.client if frame.direction == REQUEST else frame.link.server
         while not frame.released.wait(0.05):
-            if _closed_by_peer(sender):
+            if not frame.orphan and _closed_by_peer(sender):
+                if self._may_orphan(frame):
+                    frame.link.orphan(frame)
+                    continue
                 # the sender gave up the connection (a fetcher stopped, a broker died): what it
                 # sent on it dies with it, as on a real network
                 frame.link.close()
                 return False
         return not frame.dropped
+
+    def _may_orphan(self, frame: Frame) -> bool:
+        """A held Fetch request outlives its sender when asked (``keep_stale``): one per follower,
+        as the model keeps one stale request."""
+        with self.cond:
+            return (self.keep_stale and frame.direction == REQUEST and frame.api_key == FETCH
+                    and not any(f.orphan and f.follower == frame.follower for f in self.held))
 
     # ------------------------------------------------------------ the harness's side
 
@@ -332,26 +367,29 @@ class Proxies:
             self.gated = on
             if not on:
                 for frame in self.held:
+                    frame.dropped = frame.orphan        # a stale request nobody delivered is lost
                     frame.released.set()
                 self.held.clear()
             self.cond.notify_all()
 
     def wait_held(self, direction: str, follower: int, leader: int, api_key: Optional[int] = None,
-                  timeout: float = 30.0, after: Optional[Frame] = None) -> Frame:
+                  timeout: float = 30.0, after: Optional[Frame] = None, stale: bool = False) -> Frame:
         """The first held message of that kind between ``follower`` and ``leader`` (a response to
-        ``after`` if given), waiting up to ``timeout`` seconds for it."""
+        ``after`` if given; with ``stale``, a request whose sender has gone), waiting up to
+        ``timeout`` seconds for it."""
         deadline = time.monotonic() + timeout
         with self.cond:
             while True:
                 for frame in self.held:
                     if (frame.direction == direction and frame.follower == follower and frame.leader == leader
-                            and (api_key is None or frame.api_key == api_key)
+                            and frame.orphan == stale and (api_key is None or frame.api_key == api_key)
                             and (after is None or (frame.correlation_id == after.correlation_id
                                                    and frame.link is after.link))):
                         return frame
                 left = deadline - time.monotonic()
                 if left <= 0:
                     kind = GATED.get(api_key, "replication") if api_key is not None else "replication"
+                    kind = f"stale {kind}" if stale else kind
                     a, b = (follower, leader) if direction == REQUEST else (leader, follower)
                     held = ", ".join(map(repr, self.held)) or "nothing"
                     raise ProxyError(f"no {kind} {direction} r{a}->r{b} reached the proxy in {timeout:.0f} s "
@@ -373,6 +411,11 @@ class Proxies:
         for link in links:
             link.close()
         return len(links)
+
+    def orphan(self, frame: Frame) -> None:
+        """Close the follower's side of ``frame``'s connection and keep ``frame``, a held Fetch
+        request, for the leader as a stale request (the follower sees a disconnection)."""
+        frame.link.orphan(frame)
 
     def holding(self) -> List[Frame]:
         with self.cond:

@@ -16,6 +16,7 @@ from typing import Callable, List, Optional, Tuple
 
 from hwcheck.checker.trace import differential, replay
 from hwcheck.spec.releases import ELR_NONE, Release
+from hwcheck.spec.state import FETCH as FETCH_KIND
 
 from . import disk
 from .brokers import TOPIC, Cluster, ClusterError, Timing
@@ -186,6 +187,8 @@ def run(doc: dict, release: Release, lib: Path, *, elr: Optional[bool] = None, k
             from .client import Client
             if plan.proxied:
                 cluster.proxies.gate()          # from the first Fetch on, nothing replicates unless a step says so
+                # a Fetch the model hands to its leader after its sender went away waits at the proxy
+                cluster.proxies.keep_stale = any(s.do == "deliver_stale" for s in plan.steps)
             with Client(cluster, acks=cfg["acks"], wire=plan.proxied) as client:
                 client.create_topic(cfg["min_isr"], cfg["unclean_election"])
                 states = prediction.states
@@ -279,7 +282,7 @@ def _before_pause(cluster, client, step, target, wait, log) -> None:
         client.sleep(POLL)
 
 
-MESSAGE_STEPS = ("await_request", "deliver_request", "deliver_response", "reject")
+MESSAGE_STEPS = ("await_request", "deliver_request", "deliver_response", "reject", "deliver_stale")
 # from 1.1 a fetcher thread that stops closes its connection to the leader (ReplicaFetcherThread
 # .initiateShutdown @1.1.1: leaderEndpoint.close()); before, nothing overrides it (@0.11.0.3), and
 # the thread waits for its outstanding Fetch's answer up to request.timeout.ms
@@ -295,10 +298,21 @@ def _drop_abandoned(cluster: Cluster, states, plan: Plan, step, log) -> None:
     if cluster.release.key() >= CLOSES_ON_STOP:
         return
     later = [s.index for s in plan.steps if s.index > step.index and s.placed]
-    after = states[(later[0] - 1) if later else len(states) - 1]
-    for frame in cluster.proxies.holding():
+    before, after = states[step.index - 1], states[(later[0] - 1) if later else len(states) - 1]
+    proxies = cluster.proxies
+    for frame in proxies.holding():
         f = frame.follower
-        if f is not None and not after.inflight[f] and cluster.proxies.drop(f, frame.leader):
+        if f is None or frame.orphan or after.inflight[f]:
+            continue
+        # the model's own Fetch becomes its stale request here (spec/actions._abandon): the
+        # leader may still handle it (a later leader_handle_stale_fetch)
+        msg, stale = before.inflight[f], after.stale[f]
+        if (proxies.keep_stale and frame.direction == REQUEST and frame.api_key == FETCH and msg
+                and msg.kind == FETCH_KIND and stale == msg):
+            proxies.orphan(frame)
+            log(f"  r{f}'s side of its connection to r{frame.leader} closed; its held {frame!r} stays, a stale "
+                f"request the leader handles later: before 1.1 the fetcher thread would wait for it")
+        elif proxies.drop(f, frame.leader):
             log(f"  r{f}'s connection to r{frame.leader} closed with its held {frame!r}: the model abandons it "
                 f"here, and before 1.1 the fetcher thread would wait for it")
 
@@ -339,6 +353,14 @@ def _message_step(proxies, step, log) -> None:
     an answer once it sends its next request, or after NEXT_REQUEST seconds
     (``follower_handle_*``)."""
     (f, l), api = step.link, APIS[step.api]
+    if step.do == "deliver_stale":
+        request = proxies.wait_held(REQUEST, f, l, api, MESSAGE_WAIT, stale=True)
+        proxies.release(request)
+        if not request.link.closed.wait(MESSAGE_WAIT):
+            raise ProxyError(f"r{l} did not answer r{f}'s stale {step.api} #{request.correlation_id} "
+                             f"in {MESSAGE_WAIT:.0f} s")
+        log(f"  r{l} handled r{f}'s stale {step.api} #{request.correlation_id}; its answer had nobody to go to")
+        return
     if step.do == "await_request":
         while True:
             request = proxies.wait_held(REQUEST, f, l, None, MESSAGE_WAIT)

@@ -777,9 +777,13 @@ def follower_handle_epoch_response_terms(enc, s, f):
 
 # ---------------------------------------------------------------- faults
 
-def _stop(s: State, r: int, rep: Replica) -> State:
-    """The broker stops with ``rep`` on disk; what it had in flight is handled by _drop_messages_to."""
-    return _drop_messages_to(_set(s, r, _lost_memory(rep)), r)
+def _stop(s: State, rules: Rules, r: int, disk: Replica) -> State:
+    """The broker stops with ``disk`` on disk; what it had in flight is handled by _drop_messages_to.
+    Before KIP-380 the leader epoch stays, as the last LeaderAndIsr the broker answered: the
+    controller never sends that request again, so a broker whose bounce it misses does not apply it
+    again (``restart``). From KIP-380 (and in KRaft) every restart is seen, and nothing reads it."""
+    answered = UNDEFINED if rules.mode.restart_after_detection else s.replicas[r].leader_epoch
+    return _drop_messages_to(_set(s, r, _lost_memory(disk)._replace(leader_epoch=answered)), r)
 
 
 def crash(s: State, rules: Rules, r: int) -> Optional[State]:
@@ -788,7 +792,7 @@ def crash(s: State, rules: Rules, r: int) -> Optional[State]:
     rep = s.replicas[r]
     if not (rep.alive and s.history.crashes < rules.cfg.crashes):
         return None
-    s = _stop(s, r, rep)
+    s = _stop(s, rules, r, rep)
     return s._replace(history=s.history._replace(crashes=s.history.crashes + 1))
 
 
@@ -807,7 +811,7 @@ def power_fail(s: State, rules: Rules, r: int) -> Optional[State]:
     used = s.history.power_failures
     if not (rep.alive and used < rules.cfg.power_failures):
         return None
-    s = _stop(s, r, truncate(rep, rep.flushed))
+    s = _stop(s, rules, r, truncate(rep, rep.flushed))
     if used + 1 == rules.cfg.power_failures:
         s = s._replace(replicas=tuple(x._replace(flushed=0) for x in s.replicas))
     return s._replace(history=s.history._replace(power_failures=used + 1))
@@ -848,7 +852,7 @@ def lose_disk(s: State, rules: Rules, r: int) -> Optional[State]:
     if not (rep.alive and used < rules.cfg.disk_losses):
         return None
     empty = Replica(0, NONE, UNDEFINED, UNDEFINED, 0, (), 0, 0, (), 0, ())
-    s = _stop(s, r, empty)
+    s = _stop(s, rules, r, empty)
     return s._replace(history=s.history._replace(disk_losses=used + 1))
 
 
@@ -898,8 +902,15 @@ def restart(s: State, rules: Rules, r: int) -> Optional[State]:
         return None
     if rules.mode.restart_after_detection and c.live >> r & 1:
         return None
+    # a bounce the controller missed gets no LeaderAndIsr (BrokerChangeListener.doHandleChildChange
+    # @0.10.2.1 and KafkaController.BrokerChange.process @2.1.1 compare broker ids: r is neither new
+    # nor dead), only the requests it had not answered (ControllerChannelManager's RequestSendThread
+    # .doWork @0.10.2.1 retries one until the broker answers) and those sent later: the epoch it
+    # answered stays. A bounce the controller saw gets the current LeaderAndIsr (onBrokerStartup).
+    answered = rep.leader_epoch if c.live >> r & 1 else UNDEFINED
     rep = truncate(rep, rep.leo, trim_cache_at_leo=True)
-    return _with_controller(_set(s, r, rep._replace(alive=1, clean_shutdown=0)), _registered(c, rules, r, rep))
+    return _with_controller(_set(s, r, rep._replace(alive=1, clean_shutdown=0, leader_epoch=answered)),
+                            _registered(c, rules, r, rep))
 
 
 def restart_terms(enc, s, r):
@@ -911,7 +922,9 @@ def restart_terms(enc, s, r):
     # actions.restart: loading the log trims the cache at the LEO, the marker is consumed, the
     # controller registers r (actions._registered)
     up = enc.truncate(rep, rep.leo, trim_cache_at_leo=True)
-    t = enc.set_replica(s, r, up._replace(alive=True, clean_shutdown=False if enc.mode.elr else rep.clean_shutdown))
+    answered = o.If(c.live[r], rep.leader_epoch, UNDEFINED)     # a missed bounce keeps the epoch it answered
+    t = enc.set_replica(s, r, up._replace(alive=True, clean_shutdown=False if enc.mode.elr else rep.clean_shutdown,
+                                          leader_epoch=answered))
     return guard, enc.with_controller(t, _registered_terms(enc, c, r, rep))
 
 
@@ -926,6 +939,8 @@ def _broker_gone(s: State, rules: Rules, r: int, successor: int = UNDEFINED) -> 
     ISR with a new leader epoch (OfflineReplica). None when that epoch is beyond the bound, or when
     ``successor`` is not one this removal may elect."""
     s = _fence_fetchers(s, rules, r)
+    if not s.replicas[r].alive:         # it will get the current LeaderAndIsr when it starts (``restart``)
+        s = _set(s, r, s.replicas[r]._replace(leader_epoch=UNDEFINED))
     c = s.controller
     live = c.live & ~(1 << r)
     # the last ISR member stays (OfflineReplica; PartitionChangeBuilder before KIP-966); with ELR
@@ -989,6 +1004,8 @@ def _broker_gone_terms(enc, s: SState, r: int, successor: int = UNDEFINED):
     is not the last (before ELR) leaves it, with a new epoch unless ``isr_removal_bumps_epoch`` is
     off (KRaft 3.6+)."""
     s = _fence_fetchers_terms(enc, s, r)
+    rep = s.reps[r]         # actions._broker_gone: a stopped r will get the current LeaderAndIsr
+    s = enc.set_replica(s, r, rep._replace(leader_epoch=enc.o.If(rep.alive, rep.leader_epoch, UNDEFINED)))
     o, c, mode = enc.o, s.ctl, enc.mode
     leads = c.leader == r
     if mode.elr:            # actions._broker_gone, keeps_last false: the ISR may empty (KIP-966)
@@ -1216,7 +1233,7 @@ def _shutdown_cleanly(s: State, rules: Rules, r: int, successor: int = UNDEFINED
         rep = rep._replace(flushed=rep.leo)
     if rules.mode.elr:
         rep = rep._replace(clean_shutdown=1)
-    return _broker_gone(_stop(s, r, rep), rules, r, successor)
+    return _broker_gone(_stop(s, rules, r, rep), rules, r, successor)
 
 
 def _count_crash(s: Optional[State]) -> Optional[State]:

@@ -486,3 +486,26 @@ def test_a_produce_waits_while_its_leader_is_named_again_and_not_across_a_skippe
     before, after = states[12].replicas[1], states[13].replicas[1]
     assert before.role == LEADER and after.leader_epoch > before.leader_epoch + 1
     assert after.leading_since == after.leader_epoch and states[13].history.acked[0] == UNDEFINED
+
+
+def test_a_bounce_the_controller_missed_gets_no_leader_and_isr_it_had_answered():
+    """Before KIP-380 a fast restart can come before the controller handles the failure (the
+    controller compares broker ids: BrokerChangeListener.doHandleChildChange @0.10.2.1), and then
+    it sends the restarted broker nothing: no onBrokerStartup. The broker applies only what it had
+    not answered (the RequestSendThread retries a request until the broker answers) and what comes
+    later. The old hw-data-loss trace's step 9 -- r1 back, following r0 again at the epoch it had
+    followed, truncating to its HW -- is refused; after a restart the controller saw (here a
+    controlled shutdown), r1 follows at once."""
+    model = Model(Config(mode="hw", records=2))
+    fetched = [P0, ("send_fetch", 1), ("leader_handle_fetch", 0, 1), ("follower_handle_fetch", 1)]
+    s = run_labels(model, fetched + [("crash", 1), ("restart", 1)])[-1]
+    assert s.controller.live == 0b11 and s.replicas[1].role == NONE and s.replicas[1].leader_epoch == 0
+    assert model.step(s, ("become_follower", 1)) is None
+    t = model.step(s, ("controlled_shutdown_leader", 0, 1))       # the next epoch reaches r1
+    assert t.controller.epoch == 1 and model.step(t, ("become_leader", 1)).replicas[1].log == s.replicas[1].log
+    seen = run_labels(model, fetched + [("controlled_shutdown", 1), ("restart", 1)])[-1]
+    assert seen.replicas[1].leader_epoch == UNDEFINED
+    assert model.step(seen, ("become_follower", 1)).replicas[1].role == FOLLOWER
+    # from KIP-380 the controller sees every bounce, and a stopped broker keeps no epoch
+    kip380 = Model(Config(mode="kip380", records=2))
+    assert run_labels(kip380, fetched + [("crash", 1)])[-1].replicas[1].leader_epoch == UNDEFINED

@@ -13,6 +13,7 @@ from hwcheck.cluster.observe import ReplicaView, View, compare
 from hwcheck.cluster.plan import PlanError, awaited_closure, compile_trace
 from hwcheck.cluster.report import parse_reproductions
 from hwcheck.cluster.run import cluster_mode, judge, predict
+from hwcheck.spec import Config, Model
 from hwcheck.spec.modes import MODES
 from hwcheck.spec.releases import RELEASES, UnknownRelease, release, releases_of
 
@@ -193,24 +194,37 @@ def test_bad_input_is_one_line(args, says, tmp_path):
     assert says in one_line_error(run_cli_here("reproduce", *args, cwd=tmp_path))
 
 
-def test_kip101_scenario_1_needs_a_held_response_and_the_reproduced_rows_do_not():
+def test_a_response_in_flight_at_a_death_needs_the_proxy_and_the_reproduced_rows_do_not():
+    """KIP-101 scenario 1's ingredient: r1 dies with the HW-raising response in flight, restarts,
+    truncates to its HW on following r0 and is elected (uncleanly, r0 gone) without the record.
+    Delivered first, the response would raise r1's HW and keep the record: it must be held."""
     from hwcheck.cluster.plan import needs_proxy
+    from .conftest import run_labels
+    model = Model(Config(mode="hw", unclean_election=True))
+    labels = [("produce", 0), ("send_fetch", 1), ("leader_handle_fetch", 0, 1), ("follower_handle_fetch", 1),
+              ("send_fetch", 1), ("leader_handle_fetch", 0, 1), ("crash", 1), ("controller_handle_failure", 1),
+              ("restart", 1), ("become_follower", 1), ("crash", 0), ("controller_handle_failure", 0),
+              ("elect_offline", 1), ("become_leader", 1)]
+    states = run_labels(model, labels)
+    assert model.violated(states[-1]) == ["NoCommittedDataLoss"]
+    plan = compile_trace(states, [model.format_label(label) for label in labels])
+    assert needs_proxy(model, states, plan.steps, "NoCommittedDataLoss").startswith(
+        "step 7 crash(r1): the FetchResponse r0->r1 in flight would reach r1 first (r1's HW 0 -> 1), and then "
+        "NoCommittedDataLoss holds")
     why = {}
-    for name in ("hw-data-loss", "kafka19522-crash-and-power-failure-loss", "kafka13141-disk-loss"):
+    for name in ("kafka19522-crash-and-power-failure-loss", "kafka13141-disk-loss"):
         done = replay(_doc(name))
         labels = [done.model.format_label(label) for label in done.trace.labels]
         why[name] = needs_proxy(done.model, done.trace.states, compile_trace(done.trace.states, labels).steps,
                                 done.trace.invariant)
-    # the HW-raising response in flight to the restarting follower is KIP-101 scenario 1 itself
-    assert why["hw-data-loss"].startswith("step 7 crash(r1): the FetchResponse r0->r1 in flight would reach r1 "
-                                          "first (r1's HW 0 -> 1), and then NoCommittedDataLoss holds")
     # the same kind of response raises a follower's HW there too, but the loss does not depend on it
     assert why["kafka19522-crash-and-power-failure-loss"] is None and why["kafka13141-disk-loss"] is None
 
 
 def test_a_trace_needing_a_held_fetch_is_one_line(tmp_path):
     line = one_line_error(run_cli_here("reproduce", str(CX / "hw-data-loss.itf.json"), "--no-proxy", cwd=tmp_path))
-    assert line.endswith("needs one Fetch held: run it with --proxy")
+    assert line.endswith("step 9 leader_handle_stale_fetch(r0,r1) needs a Fetch delivered after its sender's "
+                         "connection closed: run it with --proxy")
 
 
 def test_a_trace_of_the_tla_port_is_refused(tmp_path):

@@ -21,9 +21,9 @@ a time (the stop point of a violation is computed exactly), and they do not depe
 >>> from hwcheck.spec import Config, Model
 >>> r = bfs(Model(Config(mode="hw", records=1)))
 >>> r.verdict, r.violations[0].invariant, r.violations[0].steps
-('violated', 'NoCommittedDataLoss', 11)
+('violated', 'NoCommittedDataLoss', 12)
 >>> bfs(Model(Config(mode="hw", records=1)), symmetry=True).violations[0].steps
-11
+12
 """
 
 from __future__ import annotations

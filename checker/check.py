@@ -12,7 +12,7 @@ model and what the engine found.
 >>> from hwcheck.spec import Config
 >>> done = check(CheckRequest(Config(mode="hw", records=1)))
 >>> done.result.verdict, done.result.violations[0].invariant, done.result.violations[0].steps
-('violated', 'NoCommittedDataLoss', 11)
+('violated', 'NoCommittedDataLoss', 12)
 >>> check(CheckRequest(Config(mode="hw"), engine="spark", symmetry=True))
 Traceback (most recent call last):
 ...

@@ -18,10 +18,10 @@ another mode is a differential replay), with the trace's settings: a bug whose w
 beyond bfs here is still gated, by its shortest continuation from that state (``steps`` counts the
 steps after K), and a release that fixed it by ``"holds"`` from the same state.
 
->>> entries = parse_gate({"hw-loss": {"mode": "hw", "records": 1, "expect": "NoCommittedDataLoss", "steps": 11}})
+>>> entries = parse_gate({"hw-loss": {"mode": "hw", "records": 1, "expect": "NoCommittedDataLoss", "steps": 12}})
 >>> outcome = run_entry(entries[0])
 >>> outcome.passed, outcome.got
-(True, 'NoCommittedDataLoss(11)')
+(True, 'NoCommittedDataLoss(12)')
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@
 >>> m = Model(Config(mode="hw", records=1, crashes=1, max_epoch=1, acks="1"))
 >>> g = explore(m)
 >>> g.number_of_nodes(), min(d["depth"] for _, d in g.nodes(data=True) if d["violated"])
-(2107, 3)
+(2088, 3)
 >>> q = symmetry_quotient(g, m)
 >>> q.number_of_nodes() == g.number_of_nodes(), shortest_violation(q)[0]
 (True, 3)

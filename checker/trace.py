@@ -277,7 +277,7 @@ class StartingAt:
     >>> from hwcheck.spec import Config, Model
     >>> from hwcheck.checker.bfs import bfs
     >>> doc = load_itf(open("counterexamples/hw-data-loss.itf.json").read())
-    >>> model = StartingAt(Model(Config(mode="hw")), state_at(doc, 9))
+    >>> model = StartingAt(Model(Config(mode="hw")), state_at(doc, 10))
     >>> bfs(model, only=["NoCommittedDataLoss"]).violations[0].steps   # the trace's last 2 steps
     2
     """

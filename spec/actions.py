@@ -1332,7 +1332,7 @@ def become_leader(s: State, rules: Rules, r: int) -> Optional[State]:
     else:
         remote = (UNDEFINED,) * rules.n
         epochs = (UNDEFINED,) * rules.n if rules.mode.broker_epochs else ()
-    fetch_leo, caught_up = _reset_fetch_state(rep, c, rules.n, isr_update)
+    fetch_leo, caught_up = _reset_fetch_state(rep, r, c, rules.n, isr_update)
     since = rep.leading_since if _term_goes_on(rep, c) else c.epoch
     rep = rep._replace(role=LEADER, leader_epoch=c.epoch, leader=r, isr=c.isr, truncating=FETCHING,
                        remote_leo=remote, remote_broker_epoch=epochs, epoch_cache=cache,
@@ -1351,7 +1351,7 @@ def _term_goes_on(rep: Replica, c: Controller) -> bool:
     return rep.role == LEADER and c.epoch <= rep.leader_epoch + 1
 
 
-def _reset_fetch_state(rep: Replica, c: Controller, n: int, isr_update: bool):
+def _reset_fetch_state(rep: Replica, r: int, c: Controller, n: int, isr_update: bool):
     """What Partition.makeLeader does to its followers' fetch state (``remote_fetch_leo``,
     ``remote_caught_up``) on a new leader epoch (Replica.resetReplicaState @3.4.0, @3.9.0): a broker
     that was not leader forgets every follower's last Fetch; one re-elected keeps its LEO as the last
@@ -1363,10 +1363,10 @@ def _reset_fetch_state(rep: Replica, c: Controller, n: int, isr_update: bool):
     every follower's last Fetch on a re-election, Replica.resetLastCaughtUpTime @2.8.1: the model
     follows 3.x.)"""
     if isr_update:
-        return rep.remote_fetch_leo, (rep.remote_caught_up | rep.isr) & ~c.isr & ~(1 << rep.leader)
+        return rep.remote_fetch_leo, (rep.remote_caught_up | rep.isr) & ~c.isr & ~(1 << r)
     if rep.role != LEADER:
         return (UNDEFINED,) * n, 0
-    return tuple(rep.leo if c.isr >> f & 1 and f != rep.leader else UNDEFINED for f in range(n)), 0
+    return tuple(rep.leo if c.isr >> f & 1 and f != r else UNDEFINED for f in range(n)), 0
 
 
 def become_leader_terms(enc, s, r):

@@ -145,7 +145,7 @@ def why_broken(pred, s: State) -> Optional[str]:
     >>> from hwcheck.checker.trace import load_itf, replay
     >>> done = replay(load_itf(open("counterexamples/hw-data-loss.itf.json").read()))
     >>> why_broken(no_committed_data_loss, done.trace.states[-1])
-    'record 0, acknowledged at offset 0, is not there on r1, the leader in office at epoch 1: its log ends at offset 0'
+    'record 0, acknowledged at offset 0, is not there on r1, the leader in office at epoch 2: its log ends at offset 0'
     """
     first = next(BREACHES[pred](s), None)
     return first and first.text

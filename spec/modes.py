@@ -178,9 +178,12 @@ HW = Mode(
         Change("a follower truncates its log to its HW when it starts following a different leader; "
                "taking office and a restart truncate nothing",
                "(before KIP-101)", "ReplicaManager.makeFollowers, Partition.makeFollower @0.10.2.1"),
-        Change("a broker that restarts before the controller notices keeps its place: the controller "
-               "compares broker ids only, so the bounce is never handled as a failure",
-               "KAFKA-1120", "ReplicaStateMachine.BrokerChangeListener @0.10.2.1"),
+        Change("a broker that restarts before the controller notices keeps its place and gets no "
+               "LeaderAndIsr: the controller compares broker ids only, so the bounce is handled neither "
+               "as a failure nor as a startup; the broker applies only the requests it had not answered "
+               "(the controller's send thread retries them) and later ones",
+               "KAFKA-1120", "ReplicaStateMachine.BrokerChangeListener, ControllerChannelManager"
+               ".RequestSendThread.doWork @0.10.2.1"),
         Change("with unclean election off, a follower whose leader's LEO is below its own exits "
                "(its shutdown hook's controlled shutdown) instead of truncating",
                "(before KIP-101)", "ReplicaFetcherThread.handleOffsetOutOfRange @0.10.2.1"),

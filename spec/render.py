@@ -57,7 +57,7 @@ def clients_saw(before: State, after: State) -> str:
     >>> done = replay(load_itf(open("counterexamples/hw-data-loss.itf.json").read()))
     >>> [(i, clients_saw(a, b)) for i, (a, b) in enumerate(zip(done.trace.states, done.trace.states[1:]), 1)
     ...  if clients_saw(a, b)]
-    [(6, 'ack, read #0 at 0')]
+    [(8, 'ack, read #0 at 0')]
     """
     acked = {(record, offset) for record, offset in enumerate(after.history.acked)
              if offset != UNDEFINED and offset != (before.history.acked[record] if record < len(before.history.acked)

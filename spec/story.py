@@ -18,9 +18,9 @@ tells the steps that matter, at most one line each:
 >>> done = replay(load_itf(open("counterexamples/hw-data-loss.itf.json").read()))
 >>> for line in done.model.story(done.trace.states, done.trace.labels, ["NoCommittedDataLoss"]):
 ...     print(line)
-step 6: r0 (leader, epoch 0) acknowledges record 0 at offset 0 and exposes it to consumers (HW 1; ISR r0,r1)
-step 9: r1 truncates its log to its HW 0 on following r0 (epoch 0), losing record 0 at offset 0 (rule of hw, before KIP-101: a follower truncates its log to its HW when it starts following a different leader; ReplicaManager.makeFollowers, Partition.makeFollower @0.10.2.1)
-step 10-11: r1 becomes leader at epoch 1 (controlled_shutdown_leader(r0,r1); in the ISR r0,r1) with its log ending at offset 0: record 0, acknowledged at offset 0, is gone
+step 8: r0 (leader, epoch 1) acknowledges record 0 at offset 0 and exposes it to consumers (HW 1; ISR r0)
+step 10: r1 truncates its log to its HW 0 on following r0 (epoch 1), losing record 0 at offset 0 (rule of hw, before KIP-101: a follower truncates its log to its HW when it starts following a different leader; ReplicaManager.makeFollowers, Partition.makeFollower @0.10.2.1)
+step 11-12: r1 becomes leader at epoch 2 (controlled_shutdown_leader(r0,r1); in the ISR r0,r1) with its log ending at offset 0: record 0, acknowledged at offset 0, is gone
 """
 
 from __future__ import annotations

@@ -218,7 +218,7 @@ def test_isr_expansion_happens_only_in_the_fetch_handler_once_the_fetch_offset_r
 # ------------------------------------------------------------------ truncation rules by mode
 
 def test_hw_mode_truncates_to_hw_when_it_follows_again_after_a_restart(hw_model):
-    s = run_labels(hw_model, [P0, SF1, LH01, FH1, ("crash", 1), ("restart", 1)])[-1]
+    s = run_labels(hw_model, [P0, SF1, LH01, FH1, ("crash", 1), ("controller_handle_failure", 1), ("restart", 1)])[-1]
     assert s.replicas[1].log == ((0, 0),) and s.replicas[1].role == NONE
     s = hw_model.step(s, ("become_follower", 1))
     assert s.replicas[1].log == () and s.replicas[1].role == FOLLOWER

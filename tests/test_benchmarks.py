@@ -26,7 +26,7 @@ def test_the_table_has_one_row_per_cell_with_the_checkers_figures():
     for line, workers in zip(rows, ("1", "2")):
         cells = line.split()
         assert cells[:6] == ["hwcheck", "design", "hw", "defaults,", "to", "counterexample"]
-        assert cells[6:8] == ["off", workers] and "violated (11 steps)" in line and "18,552" in line
+        assert cells[6:8] == ["off", workers] and "violated (12 steps)" in line and "27,920" in line
 
 
 def test_targets_are_judged_on_the_figures_given():

@@ -166,7 +166,7 @@ def test_check_dispatches_to_each_engine():
     heard = Heard()
     done = check(CheckRequest(HW, invariants=("NoCommittedDataLoss",)), heard)
     assert heard.heard == [("started", ("NoCommittedDataLoss",), ())]
-    assert (done.result.engine, done.result.verdict, done.result.violations[0].steps) == ("bfs", "violated", 11)
+    assert (done.result.engine, done.result.verdict, done.result.violations[0].steps) == ("bfs", "violated", 12)
     assert done.model.cfg == HW
 
     heard = Heard()

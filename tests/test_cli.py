@@ -198,9 +198,9 @@ def corrupt(tmp_path, mutate):
 
 def test_replay_refuses_a_changed_state(tmp_path):
     def change(doc):
-        doc["states"][6]["replicas"]["r0"]["hw"] = 0
+        doc["states"][8]["replicas"]["r0"]["hw"] = 0
     line = one_line_error(run_cli_here("replay", corrupt(tmp_path, change)))
-    assert "step 6" in line and "replicas.r0.hw" in line
+    assert "step 8" in line and "replicas.r0.hw" in line
 
 
 def test_replay_refuses_a_step_that_is_not_enabled(tmp_path):
@@ -251,12 +251,14 @@ def test_differential_replay_shows_how_epochs_block_the_hw_loss():
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     # 0.10 truncates to the HW when r1 follows r0 again (makeFollowers); 0.11 keeps the record
-    assert "parts ways at step 9: become_follower(r1): replicas.r1.log" in out
-    assert "all 11 steps run under kip101" in out
+    assert "parts ways at step 10: become_follower(r1): replicas.r1.log" in out
+    assert "all 12 steps run under kip101" in out
     assert "breaks under kip101: nothing (NoCommittedDataLoss holds throughout)" in out
-    # the newest protocol (epoch names it) does not even let r1 restart before the controller handled its crash
+    # from KIP-320 (2.1) the stale Fetch names epoch 0 and is fenced: r1 stays out of the ISR and
+    # cannot take over (the newest protocol, which epoch names, refuses the same step)
     epoch = run_cli("replay", CX / "hw-data-loss.itf.json", "--mode", "epoch")
-    assert f"refused at step 8 of 11: restart(r1): not enabled in mode {LADDER[-1].name}" in epoch.stdout
+    assert (f"refused at step 11 of 12: controlled_shutdown_leader(r0,r1): not enabled in mode {LADDER[-1].name}"
+            in epoch.stdout)
 
 
 def test_differential_replay_shows_kafka_6361_still_diverging_under_2_0():
@@ -278,7 +280,7 @@ def test_differential_replay_across_state_shapes_leads_with_behaviour():
 
 def test_differential_replay_under_the_same_mode_never_parts():
     proc = run_cli("replay", CX / "hw-data-loss.itf.json", "--mode", "hw")
-    assert "never parts ways" in proc.stdout and "NoCommittedDataLoss at step 11" in proc.stdout
+    assert "never parts ways" in proc.stdout and "NoCommittedDataLoss at step 12" in proc.stdout
 
 
 def test_modes_lists_the_ladder_with_releases_and_references():

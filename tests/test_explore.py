@@ -236,11 +236,11 @@ def test_a_trace_of_another_model_family_is_refused():
 
 
 def test_the_shortest_way_to_break_from_here_and_its_stop():
-    """From step 9 of KIP-101 scenario 1, bfs finds the trace's last 2 steps; taking them puts them
+    """From step 10 of KIP-101 scenario 1, bfs finds the trace's last 2 steps; taking them puts them
     after the cursor. A search that would run long stops on request and says what it covered."""
     labels = _labels(HW_LOSS)
     with served(Model(Config(mode="hw"))) as c:
-        for label in labels[:9]:
+        for label in labels[:10]:
             c.post("/api/step", {"action": label})
         found = c.post("/api/search", {"invariant": "NoCommittedDataLoss"})
         deadline = time.monotonic() + 20
@@ -250,8 +250,8 @@ def test_the_shortest_way_to_break_from_here_and_its_stop():
         assert found["state"] == "done" and found["verdict"] == "violated"
         assert len(found["labels"]) == 2
         v = c.post("/api/search/take")
-        assert (v["cursor"], v["last"]) == (9, 11)
-        assert not _holds(c.post("/api/goto", {"step": 11}), "NoCommittedDataLoss")
+        assert (v["cursor"], v["last"]) == (10, 12)
+        assert not _holds(c.post("/api/goto", {"step": 12}), "NoCommittedDataLoss")
         status, err = c.request("POST", "/api/search", {"invariant": "Nope"})
         assert status == 400 and err["error"].startswith("unknown invariant 'Nope'")
     with served(Model(Config(mode="epoch"))) as c:        # holds: bfs would cover the whole space
@@ -333,9 +333,9 @@ def test_clicking_through_kip101_scenario_1_turns_no_committed_data_loss_red(bro
         assert red.get_attribute("class") == "broken" and "broken" in red.inner_text()
         assert "record 0, acknowledged at offset 0, is not there on r1" in red.inner_text()
         assert page.evaluate("document.body.dataset.broken") == "NoCommittedDataLoss"
-        # r1 leads at epoch 1 with an empty log: the acknowledged record 0 is gone from the leader
+        # r1 leads at epoch 2 with an empty log: the acknowledged record 0 is gone from the leader
         r1 = page.locator('#replicas .replica[data-replica="r1"]')
-        assert "leader epoch 1" in r1.inner_text() and r1.locator(".cell[data-record]").count() == 0
+        assert "leader epoch 2" in r1.inner_text() and r1.locator(".cell[data-record]").count() == 0
         assert page.locator('#replicas .replica[data-replica="r0"] .cell[data-record="0"]').count() == 1
         assert page.locator("#path tr[data-step]").count() == len(labels) + 1
         page.click("#back")

@@ -18,7 +18,7 @@ records = 1
 crashes = 2
 max_epoch = 1
 expect = "NoCommittedDataLoss"
-steps = 11
+steps = 12
 
 [gate.epoch-small]
 mode = "epoch"
@@ -49,7 +49,7 @@ def test_gate_passes_and_writes_junit(tmp_path):
 
 @pytest.mark.parametrize("old, new", [
     ('expect = "holds"', 'expect = "NoLogDivergence"'),      # a holding row now expected to break
-    ("steps = 11", "steps = 10"),                            # the shortest trace moved
+    ("steps = 12", "steps = 11"),                            # the shortest trace moved
     ('acks = "1"', 'acks = "all"'),                          # the settings changed under the expectation
 ])
 def test_a_moved_verdict_fails_the_gate_and_the_junit_file(tmp_path, old, new):
@@ -100,15 +100,15 @@ def test_the_projects_matrix_is_valid_and_covers_every_mode_and_knob():
     assert any(e.expect == "holds" for e in entries) and any(e.expect != "holds" for e in entries)
 
 
-LOSS = "counterexamples/hw-data-loss.itf.json"      # KIP-101 scenario 1, 11 steps
+LOSS = "counterexamples/hw-data-loss.itf.json"      # KIP-101 scenario 1, 12 steps
 
 
 def test_an_entry_searches_from_a_step_of_a_trace():
     """``trace`` and ``from_step``: the search starts at the trace's state after that many steps,
     under the trace's mode or another (a differential replay), with the trace's settings."""
     shortest, later, fixed, narrowed = parse_gate({
-        "on": {"trace": LOSS, "from_step": 9, "expect": "NoCommittedDataLoss", "steps": 2},
-        "later": {"trace": LOSS, "from_step": 10, "expect": "NoCommittedDataLoss", "steps": 1},
+        "on": {"trace": LOSS, "from_step": 10, "expect": "NoCommittedDataLoss", "steps": 2},
+        "later": {"trace": LOSS, "from_step": 11, "expect": "NoCommittedDataLoss", "steps": 1},
         "fixed": {"trace": LOSS, "from_step": 8, "mode": "kip101", "expect": "holds"},
         "narrowed": {"trace": LOSS, "from_step": 8, "expect": "holds", "invariants": ["NoLogDivergence"]},
     }, ROOT)
@@ -117,15 +117,15 @@ def test_an_entry_searches_from_a_step_of_a_trace():
     assert outcome.passed and outcome.got == "NoCommittedDataLoss(2)"
     assert outcome.result.violations[0].states[0] == shortest.start
     assert run_entry(later).passed
-    held = run_entry(fixed)       # KIP-101 (0.11) closes scenario 1 from r1's restart on (step 8)
+    held = run_entry(fixed)       # KIP-101 (0.11) closes scenario 1 from before r1 follows again (step 8)
     assert held.passed and held.result.distinct_states > 1000
     diverges = run_entry(narrowed)                 # hw breaks NoLogDivergence from there too
-    assert not diverges.passed and diverges.got == "NoLogDivergence(4)"
+    assert not diverges.passed and diverges.got == "NoLogDivergence(5)"
 
 
 @pytest.mark.parametrize("spec, words", [
     ({"from_step": 3, "mode": "hw", "expect": "holds"}, "from_step needs a trace"),
-    ({"trace": LOSS, "from_step": 12, "expect": "holds"}, "the trace has steps 0..11"),
+    ({"trace": LOSS, "from_step": 13, "expect": "holds"}, "the trace has steps 0..12"),
     ({"trace": LOSS, "records": 2, "expect": "holds"}, "records: a trace entry takes its settings from the trace"),
     ({"trace": LOSS, "expect": "holds", "engine": "simulate"}, "a trace entry searches with bfs"),
     ({"trace": "counterexamples/kip966-kafka-19522-fenced-leader.itf.json", "from_step": 7, "mode": "kafka19522",

@@ -24,7 +24,7 @@ GATE = """
 mode = "hw"
 records = 1
 expect = "NoCommittedDataLoss"
-steps = 11
+steps = 12
 
 [gate.long]
 mode = "kip380"
@@ -172,7 +172,7 @@ def test_an_unwritable_out_is_refused_before_the_search(tmp_path):
 def test_a_write_that_fails_after_the_search_keeps_the_verdict():
     proc = run_cli("verify", "--mode=hw", "--records=1", "--quiet", "--force", "--out", "/dev/full")
     assert proc.returncode == 1, proc.stderr
-    assert "verdict: violated: NoCommittedDataLoss after 11 steps" in proc.stdout
+    assert "verdict: violated: NoCommittedDataLoss after 12 steps" in proc.stdout
     assert "trace: not written (/dev/full refused it)" in proc.stdout
     assert proc.stderr.strip() == ("hwcheck: cannot write the trace to /dev/full: No space left on device "
                                    "(the verdict stands)")
@@ -189,13 +189,13 @@ def test_a_junit_write_that_fails_keeps_the_gate_verdict(tmp_path):
 
 
 def test_ctrl_c_after_some_violations_keeps_their_traces_and_exits_130(tmp_path):
-    # NoCommittedDataLoss breaks at depth 11, HwNotAboveLeo holds: the search goes on (~10 s) until Ctrl-C
+    # NoCommittedDataLoss breaks at depth 12, HwNotAboveLeo holds: the search goes on (~10 s) until Ctrl-C
     child = _start("verify", "--mode=hw", "--records=3", "--all-invariants", "--invariant", "NoCommittedDataLoss",
                    "--invariant", "HwNotAboveLeo", "--verbose", cwd=tmp_path)
     code, out, err = _ctrl_c(child, child.stderr, until=lambda line: int(line.split()[2]) >= 13, after=0.2)
     assert code == 130, out + err
     _no_traceback(out, err)
-    assert "verdict: violated: NoCommittedDataLoss after 11 steps" in out
+    assert "verdict: violated: NoCommittedDataLoss after 12 steps" in out
     assert (tmp_path / "hwcheck-hw-NoCommittedDataLoss.itf.json").exists()
     last = out.strip().splitlines()[-1]
     assert last.startswith("interrupted: covered ") and "NoCommittedDataLoss broken there" in last, last

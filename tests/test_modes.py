@@ -146,7 +146,7 @@ def test_when_a_new_leader_gains_its_cache_entry(mode, cache):
 def test_hw_mode_truncates_when_following_a_new_leader_not_at_restart():
     """ReplicaManager.makeFollowers @0.10.2.1: truncation to the HW happens there only."""
     model = Model(Config(mode="hw"))
-    s = run_labels(model, REPLICATE + [("crash", 1), ("restart", 1)])[-1]
+    s = run_labels(model, REPLICATE + [("crash", 1), ("controller_handle_failure", 1), ("restart", 1)])[-1]
     assert s.replicas[1].log == ((0, 0),) and s.replicas[1].hw == 0
     s = model.step(s, ("become_follower", 1))                     # after a restart the leader is new to it
     assert s.replicas[1].log == ()

@@ -16,7 +16,7 @@ from .conftest import exact_reachable
 
 # design-model runs (modes by Kafka release); symmetry renames only replicas other than r0 (the
 # preferred replica), so with 2 replicas it is the identity and the 3-replica runs are the ones it reduces
-# (the first with max_epoch=1: the same data loss after 11 steps, where the search stops inside a
+# (the first with max_epoch=1: the same data loss after 12 steps, where the search stops inside a
 # level, then, with all_invariants, the whole space: 9,198 states to depth 22 instead of 34,092 to
 # depth 32, for the tests that run bfs four times on it)
 DESIGN = [Config(mode="hw", records=1, crashes=2, max_epoch=1),
@@ -114,7 +114,7 @@ def test_cli_symmetry_and_workers(tmp_path):
     out = tmp_path / "t.itf.json"
     r = CliRunner().invoke(cli, ["verify", "--mode", "hw", "--records", "1", "--symmetry", "--workers", "2",
                                  "--quiet", "--out", str(out)])
-    assert r.exit_code == 1 and "NoCommittedDataLoss after 11 steps" in r.output
+    assert r.exit_code == 1 and "NoCommittedDataLoss after 12 steps" in r.output
     replayed = CliRunner().invoke(cli, ["replay", str(out)])
     assert replayed.exit_code == 0 and "NoCommittedDataLoss broken" in replayed.output
     bad = CliRunner().invoke(cli, ["verify", "--workers", "0"])

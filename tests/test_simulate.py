@@ -92,11 +92,11 @@ def test_shrunk_trace_replays_and_breaks_the_same_invariant():
 
 
 def test_shrinking_finds_the_bfs_shortest_of_the_hw_loss():
-    """hw with one record: walk 937 of seed 21 is 17 steps; shrinking gives 11, the gate's bfs length
-    (seed 21: the smallest whose 1,000 walks find it since a stuck follower leaves the ISR at the
-    leader's LEO before 2.1; seeds 0-20 find nothing)."""
-    r = simulate(Model(Config(mode="hw", records=1)), runs=1000, depth=50, seed=21, only=["NoCommittedDataLoss"])
-    assert r.walk_index == 937 and r.original_steps == 17 and r.shrunk_steps == 11
+    """hw with one record: walk 255 of seed 23 is 14 steps; shrinking gives 12, the gate's bfs length
+    (seed 23: the smallest whose 1,000 walks find it since a bounce the controller missed gets no
+    LeaderAndIsr; seeds 0-22 find nothing)."""
+    r = simulate(Model(Config(mode="hw", records=1)), runs=1000, depth=50, seed=23, only=["NoCommittedDataLoss"])
+    assert r.walk_index == 255 and r.original_steps == 14 and r.shrunk_steps == 12
 
 
 def test_without_loops_cuts_returns_to_a_state():
@@ -143,12 +143,12 @@ def test_settings_no_run_can_take(settings):
 # ------------------------------------------------------------------ the gate
 def test_gate_entry_with_engine_simulate():
     entries = parse_gate({
-        "loss": {"mode": "hw", "power_failures": 1, "crashes": 0, "expect": "NoCommittedDataLoss", "steps": 5,
+        "loss": {"mode": "hw", "power_failures": 1, "crashes": 0, "expect": "NoCommittedDataLoss", "steps": 7,
                  "engine": "simulate", "runs": 2000, "depth": 30, "seed": 3},
         "quiet": {"mode": "epoch", "records": 1, "expect": "holds", "engine": "simulate", "runs": 200, "depth": 20},
     })
     loss, quiet = (run_entry(e) for e in entries)
-    assert loss.passed and loss.got == "NoCommittedDataLoss(5)"
+    assert loss.passed and loss.got == "NoCommittedDataLoss(7)"
     assert quiet.passed and quiet.result.walks == 200
 
 
@@ -176,9 +176,9 @@ def test_cli_writes_a_shrunk_trace_that_replays(tmp_path):
                 "--runs", "2000", "--depth", "30", "--workers", "1", "--out", out, "--html", html)
     assert p.returncode == 1, p.stdout + p.stderr
     assert "verdict: violated: NoCommittedDataLoss in walk 21 after 13 steps" in p.stdout
-    assert "shrunk to 5 steps (bfs" in p.stdout and "coverage: " in p.stdout
+    assert "shrunk to 7 steps (bfs" in p.stdout and "coverage: " in p.stdout
     doc = json.loads(out.read_text())
-    assert len(doc["states"]) == 6 and doc["#meta"]["hwcheck"]["engine"] == "simulate"
+    assert len(doc["states"]) == 8 and doc["#meta"]["hwcheck"]["engine"] == "simulate"
     assert html.read_text().startswith("<!DOCTYPE html>")
     again = run_cli("replay", out)
     assert again.returncode == 0 and "NoCommittedDataLoss broken in the last state" in again.stdout
@@ -194,7 +194,7 @@ def test_json_document_of_a_violation_and_of_a_run_without_one(tmp_path):
     jsonschema.validate(doc, SCHEMA)
     assert (doc["exit_code"], doc["verdict"], doc["seed"], doc["seed_random"]) == (1, "violated", 3, False)
     story = doc["violations"][0].pop("story")      # how it came about (tests/test_story.py)
-    assert doc["violations"] == [{"invariant": "NoCommittedDataLoss", "walk": 21, "walk_steps": 13, "steps": 5,
+    assert doc["violations"] == [{"invariant": "NoCommittedDataLoss", "walk": 21, "walk_steps": 13, "steps": 7,
                                   "found_after_s": doc["violations"][0]["found_after_s"],
                                   "shrink_note": doc["violations"][0]["shrink_note"], "trace": str(out)}]
     assert story and story[-1].endswith("is gone")

@@ -45,14 +45,14 @@ def test_every_curated_violation_has_a_short_story_in_step_order(path):
 
 def test_the_hw_loss_acknowledged_truncated_to_the_hw_and_elected_without_it():
     _, story = _story("hw-data-loss.itf.json")
-    assert [line.split(":")[0] for line in story] == ["step 6", "step 9", "step 10-11"]
-    assert "acknowledges record 0 at offset 0" in _line(story, "6") and "ISR r0,r1" in _line(story, "6")
-    truncated = _line(story, "9")
+    assert [line.split(":")[0] for line in story] == ["step 8", "step 10", "step 11-12"]
+    assert "acknowledges record 0 at offset 0" in _line(story, "8") and "ISR r0)" in _line(story, "8")
+    truncated = _line(story, "10")
     assert "r1 truncates its log to its HW 0 on following r0" in truncated and "losing record 0" in truncated
     # the rule of the mode, with the Kafka source it copies (spec/modes.py HW.changes)
     assert MODES["hw"].changes[0].rule.split(";")[0] in truncated and "ReplicaManager.makeFollowers" in truncated
-    assert "r1 becomes leader at epoch 1 (controlled_shutdown_leader(r0,r1)" in _line(story, "10-11")
-    assert "record 0, acknowledged at offset 0, is gone" in _line(story, "10-11")
+    assert "r1 becomes leader at epoch 2 (controlled_shutdown_leader(r0,r1)" in _line(story, "11-12")
+    assert "record 0, acknowledged at offset 0, is gone" in _line(story, "11-12")
 
 
 def test_the_same_steps_under_two_releases_cite_each_releases_rule():
@@ -93,7 +93,7 @@ def test_the_story_is_printed_under_the_table_and_wraps_at_the_width():
     assert " ".join(part.strip() for part in under) == " ".join(story)     # wrapped, not cut
     done = run_cli_here("replay", str(CX / "hw-data-loss.itf.json"))
     assert done.returncode == 0
-    assert "\nstory:\n  step 6: r0 (leader, epoch 0) acknowledges record 0" in done.stdout
+    assert "\nstory:\n  step 8: r0 (leader, epoch 1) acknowledges record 0" in done.stdout
 
 
 def test_the_story_is_in_json_and_the_html_report():

@@ -101,9 +101,9 @@ def test_verify_json_on_a_violation(tmp_path):
     assert doc["settings"]["mode"] == "hw" and doc["settings"]["records"] == 1
     [violation] = doc["violations"]
     story = violation.pop("story")          # how it came about (tests/test_story.py)
-    assert violation == {"invariant": "NoCommittedDataLoss", "steps": 11, "trace": str(out)}
-    assert story[-1].startswith("step 10-11: r1 becomes leader at epoch 1")
-    assert out.exists() and doc["figures"]["depth"] == 11
+    assert violation == {"invariant": "NoCommittedDataLoss", "steps": 12, "trace": str(out)}
+    assert story[-1].startswith("step 11-12: r1 becomes leader at epoch 2")
+    assert out.exists() and doc["figures"]["depth"] == 12
 
 
 def test_verify_json_when_it_holds():
@@ -114,20 +114,20 @@ def test_verify_json_when_it_holds():
 
 def test_replay_json_and_differential_json():
     doc = _json(run_cli("replay", CX / "hw-data-loss.itf.json", "--json"), 0)
-    assert doc["verdict"] == "replays" and doc["claimed"] == "NoCommittedDataLoss" and doc["steps"] == 11
-    assert doc["first_broken"] == [{"step": 11, "invariant": "NoCommittedDataLoss"}]
+    assert doc["verdict"] == "replays" and doc["claimed"] == "NoCommittedDataLoss" and doc["steps"] == 12
+    assert doc["first_broken"] == [{"step": 12, "invariant": "NoCommittedDataLoss"}]
     diff = _json(run_cli("replay", CX / "hw-data-loss.itf.json", "--mode", "kip101", "--json"), 0)
-    assert diff["verdict"] == "differential" and diff["differential"]["parted_at"] == 9
+    assert diff["verdict"] == "differential" and diff["differential"]["parted_at"] == 10
 
 
 def test_gate_json(tmp_path):
     (tmp_path / "g.toml").write_text('[gate.a]\nmode = "hw"\nrecords = 1\n'
-                                     'expect = "NoCommittedDataLoss"\nsteps = 11\n'
+                                     'expect = "NoCommittedDataLoss"\nsteps = 12\n'
                                      '[gate.b]\nmode = "hw"\nrecords = 1\nexpect = "NoLogDivergence"\nmax_depth = 3\n')
     doc = _json(run_cli("gate", tmp_path / "g.toml", "--json", "--junit", tmp_path / "j.xml"), 1)
     assert doc["verdict"] == "moved" and doc["junit"] == str(tmp_path / "j.xml")
     assert [(e["name"], e["passed"], e["got"]) for e in doc["entries"]] == [
-        ("a", True, "NoCommittedDataLoss(11)"), ("b", False, "holds")]
+        ("a", True, "NoCommittedDataLoss(12)"), ("b", False, "holds")]
     assert doc["entries"][1]["figures"]["depth"] == 3
 
 

@@ -34,9 +34,12 @@ EAGER = ("become_leader", "become_follower", "elect_offline", "register", "contr
          "controller_handle_failure_leader",
          "follower_handle_old_response")      # an old leader's answer reaches its fetcher thread within ms
 
-# steps a walk places (the proxy places the fetch path); flushes, expired sessions and messages
-# delivered after their connection closed cannot be placed (cluster/plan.py UNSUPPORTED)
-WALKED = frozenset(PLACED) | frozenset(PROXIED)
+# steps a walk places (the proxy places the fetch path); flushes and expired sessions cannot be
+# placed (cluster/plan.py UNSUPPORTED). A stale Fetch is delivered only in a curated trace: the model
+# makes a Fetch stale whenever its follower restarts its fetcher, but from 1.1 a fetcher thread that
+# only changes partitions keeps its connection and waits for the answer before it sends again, so
+# the held Fetch has not gone stale there (docs/reproduce.md)
+WALKED = (frozenset(PLACED) | frozenset(PROXIED)) - {"leader_handle_stale_fetch"}
 
 
 def walk(model, seed: int, steps: int) -> Trace:

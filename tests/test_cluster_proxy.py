@@ -161,3 +161,34 @@ def test_a_held_request_dies_with_the_connection_its_sender_closed(rig):
         threading.Event().wait(0.02)
     assert proxies.holding() == [] and held.link.closed.is_set()
     assert broker.seen == []                       # never delivered
+
+
+def test_a_stale_fetch_outlives_its_sender_and_reaches_the_leader_on_command(rig):
+    """``keep_stale``: a held Fetch whose sender closes stays (the model's stale request, one per
+    follower) until delivered; the leader answers nobody and the connection closes."""
+    broker, proxies, client = rig
+    proxies.gate()
+    proxies.keep_stale = True
+    client.sendall(request(FETCH, 4))
+    held = proxies.wait_held(REQUEST, 1, 0, FETCH, timeout=5)
+    client.close()                                 # the follower's process goes away
+    stale = proxies.wait_held(REQUEST, 1, 0, FETCH, timeout=5, stale=True)
+    assert stale is held and broker.seen == []
+    with pytest.raises(ProxyError, match="no Fetch request r1->r0"):
+        proxies.wait_held(REQUEST, 1, 0, FETCH, timeout=0.2)       # a live request is another thing
+    proxies.release(stale)
+    assert held.link.closed.wait(5) and broker.seen == [(FETCH, 4)]
+    assert proxies.holding() == []
+
+
+def test_the_harness_orphans_a_held_fetch_and_the_follower_sees_a_disconnection(rig):
+    broker, proxies, client = rig
+    proxies.gate()
+    proxies.keep_stale = True
+    client.sendall(request(FETCH, 6))
+    held = proxies.wait_held(REQUEST, 1, 0, FETCH, timeout=5)
+    proxies.orphan(held)                           # before 1.1 the fetcher cannot stop by itself
+    assert client.recv(1) == b""
+    assert proxies.wait_held(REQUEST, 1, 0, FETCH, timeout=5, stale=True) is held
+    proxies.gate(False)                            # nobody delivered it: it is lost
+    assert held.link.closed.wait(5) and broker.seen == [] and held.dropped

@@ -63,8 +63,8 @@ def version_key(version: str) -> Tuple[int, ...]:
 
 
 # One row per exact release. Each mode gets its newest patch release that still follows its rules
-# (and the release before a fix where a row pair shows the fix). Releases not pinned: 1.0-1.1
-# (kip101's range), 2.2-2.5, 2.9 does not exist, 3.0-3.3 (kafka13141's range), 3.4.1-3.5.1
+# (and the release before a fix where a row pair shows the fix). Releases not pinned: 1.0.x and
+# 1.1.0 (kip101's range), 2.2-2.5, 2.9 does not exist, 3.0-3.3 (kafka13141's range), 3.4.1-3.5.1
 # (kafka14704's, pinned at 3.5.2), and 3.6-3.9 on ZooKeeper: a 3.6+ row is a KRaft cluster, and on
 # ZooKeeper the release follows spec.modes.zookeeper of its mode (kip903-zk for 3.6, kafka15583-zk
 # for 3.7-3.9.0, kafka18991-zk after), which `--zookeeper` runs and no row pins (the version would
@@ -74,6 +74,7 @@ def version_key(version: str) -> Tuple[int, ...]:
 RELEASES: Tuple[Release, ...] = (
     Release("0.10.2.1", "hw", ZOOKEEPER, ELR_NONE, "2.12", "3.4.9"),
     Release("0.11.0.3", "kip101", ZOOKEEPER, ELR_NONE, "2.12", "3.4.10"),
+    Release("1.1.1", "kip101", ZOOKEEPER, ELR_NONE, "2.12", "3.4.10"),      # KAFKA-6361 before its fix
     Release("2.0.0", "kip279", ZOOKEEPER, ELR_NONE, "2.12", "3.4.13"),
     Release("2.1.1", "kip320", ZOOKEEPER, ELR_NONE, "2.12", "3.4.13"),
     Release("2.6.0", "kip380", ZOOKEEPER, ELR_NONE, "2.13", "3.5.8"),

@@ -15,7 +15,7 @@ row covers is refused with the versions the table has, never guessed.
 >>> release("3.5.1")
 Traceback (most recent call last):
 ...
-hwcheck.spec.releases.UnknownRelease: Kafka 3.5.1 is not in the releases table (its mode, kafka14704, is pinned at 3.5.2); the table has 0.10.2.1, 0.11.0.3, 2.0.0, 2.1.1, 2.6.0, 2.7.2, 2.8.0, 2.8.1, 3.4.0, 3.5.2, 3.6.2, 3.7.2, 3.9.0, 3.9.1, 4.0.0, 4.0.1, 4.1.1, 4.2.0, 4.4.0
+hwcheck.spec.releases.UnknownRelease: Kafka 3.5.1 is not in the releases table (its mode, kafka14704, is pinned at 3.5.2); the table has 0.10.2.1, 0.11.0.3, 1.1.1, 2.0.0, 2.1.1, 2.6.0, 2.7.2, 2.8.0, 2.8.1, 3.4.0, 3.5.2, 3.6.2, 3.7.2, 3.9.0, 3.9.1, 4.0.0, 4.0.1, 4.1.1, 4.2.0, 4.4.0
 """
 
 from __future__ import annotations

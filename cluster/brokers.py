@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import random
 import shutil
 import signal
 import socket
@@ -53,9 +54,36 @@ class Timing:
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A free port on 127.0.0.1 below the kernel's ephemeral range. A process that connects to a port
+    in that range before its server listens can be given that very port as its source port and
+    connect to itself (TCP self-connect): a 4.1.1 broker dialling its controller, whose acceptor
+    opens late, read its own request as the answer (OutOfMemoryError) and held the port, and the
+    controller could not bind it (a CI rehearsal). No outgoing connection takes a port below it."""
+    low = _ephemeral_low()
+    if low - PORTS_FROM < 1000:                 # an unusual range: take what the kernel gives
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            return s.getsockname()[1]
+    rng = random.Random()
+    for _ in range(500):
+        port = rng.randrange(PORTS_FROM, low)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise ClusterError(f"no free port on 127.0.0.1 between {PORTS_FROM} and {low}")
+
+
+PORTS_FROM = 20000
+
+
+def _ephemeral_low(path: str = "/proc/sys/net/ipv4/ip_local_port_range") -> int:
+    try:
+        return int(Path(path).read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
 
 
 def _die_with_parent():                       # runs in the child between fork and exec

@@ -903,7 +903,7 @@ def restart(s: State, rules: Rules, r: int) -> Optional[State]:
     if rules.mode.restart_after_detection and c.live >> r & 1:
         return None
     # a bounce the controller missed gets no LeaderAndIsr (BrokerChangeListener.doHandleChildChange
-    # @0.10.2.1 and KafkaController.BrokerChange.process @2.1.1 compare broker ids: r is neither new
+    # @0.10.2.1 and KafkaController.BrokerChange.process @2.1.0 compare broker ids: r is neither new
     # nor dead), only the requests it had not answered (ControllerChannelManager's RequestSendThread
     # .doWork @0.10.2.1 retries one until the broker answers) and those sent later: the epoch it
     # answered stays. A bounce the controller saw gets the current LeaderAndIsr (onBrokerStartup).

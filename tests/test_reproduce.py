@@ -285,3 +285,12 @@ def test_ctrl_c_lost_inside_librdkafka_poll_is_still_an_interrupt():
     client.producer = Producer("something else")
     with pytest.raises(SystemError, match="something else"):
         client.sleep(1)
+
+
+def test_listening_ports_are_below_the_ephemeral_range():
+    """A broker dialling a port in the ephemeral range before its server listens can connect to
+    itself (cluster/brokers.free_port): the harness's ports stay below that range."""
+    from hwcheck.cluster.brokers import PORTS_FROM, _ephemeral_low, free_port
+    low = _ephemeral_low()
+    assert all(PORTS_FROM <= free_port() < low for _ in range(50))
+    assert _ephemeral_low("/nonexistent") == 32768

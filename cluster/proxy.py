@@ -342,8 +342,7 @@ class Proxies:
         sender = frame.link.client if frame.direction == REQUEST else frame.link.server
         while not frame.released.wait(0.05):
             if not frame.orphan and _closed_by_peer(sender):
-                if self._may_orphan(frame):
-                    frame.link.orphan(frame)
+                if self.orphan(frame):
                     continue
                 # the sender gave up the connection (a fetcher stopped, a broker died): what it
                 # sent on it dies with it, as on a real network
@@ -412,10 +411,14 @@ class Proxies:
             link.close()
         return len(links)
 
-    def orphan(self, frame: Frame) -> None:
+    def orphan(self, frame: Frame) -> bool:
         """Close the follower's side of ``frame``'s connection and keep ``frame``, a held Fetch
-        request, for the leader as a stale request (the follower sees a disconnection)."""
+        request, for the leader as a stale request (the follower sees a disconnection), if it may
+        (``_may_orphan``); whether it did."""
+        if not self._may_orphan(frame):
+            return False
         frame.link.orphan(frame)
+        return True
 
     def holding(self) -> List[Frame]:
         with self.cond:

@@ -16,7 +16,6 @@ from typing import Callable, List, Optional, Tuple
 
 from hwcheck.checker.trace import differential, replay
 from hwcheck.spec.releases import ELR_NONE, Release
-from hwcheck.spec.state import FETCH as FETCH_KIND
 
 from . import disk
 from .brokers import TOPIC, Cluster, ClusterError, Timing
@@ -305,11 +304,9 @@ def _drop_abandoned(cluster: Cluster, states, plan: Plan, step, log) -> None:
         if f is None or frame.orphan or after.inflight[f]:
             continue
         # the model's own Fetch becomes its stale request here (spec/actions._abandon): the
-        # leader may still handle it (a later leader_handle_stale_fetch)
-        msg, stale = before.inflight[f], after.stale[f]
-        if (proxies.keep_stale and frame.direction == REQUEST and frame.api_key == FETCH and msg
-                and msg.kind == FETCH_KIND and stale == msg):
-            proxies.orphan(frame)
+        # leader may still handle it (a later leader_handle_stale_fetch); the proxy keeps it if it may
+        msg = before.inflight[f]
+        if msg and after.stale[f] == msg and proxies.orphan(frame):
             log(f"  r{f}'s side of its connection to r{frame.leader} closed; its held {frame!r} stays, a stale "
                 f"request the leader handles later: before 1.1 the fetcher thread would wait for it")
         elif proxies.drop(f, frame.leader):

@@ -572,9 +572,9 @@ def follower_handle_fetch(s: State, rules: Rules, f: int) -> Optional[State]:
     rep, mode = s.replicas[f], rules.mode
     if msg.diverging_epoch != UNDEFINED:
         return _truncate_on_fetch_response(s, rules, f, msg)
+    if exits_on_out_of_range(s, rules, f):
+        return _exit_on_out_of_range(s, rules, f)
     if msg.leader_leo < rep.leo:
-        if mode.exit_on_out_of_range and not rules.cfg.unclean_election:
-            return _exit_on_out_of_range(s, rules, f)
         rep = truncate(rep, msg.leader_leo, mode.trim_cache_at_leo)
     rep = append(rep, msg.records, mode.assign)
     return _send(_follower_hw(s, rules, f, rep, msg.hw), f, ())
@@ -629,6 +629,22 @@ def follower_handle_old_response_terms(enc, s, f):
     handed = enc.send(cleared, f, SMsg(FETCH_RESPONSE, m.peer, m.a, m.b, m.start, m.recs, m.c, m.d))
     handles, t = follower_handle_fetch_terms(enc, handed, f)
     return o.And(m.kind == FETCH_RESPONSE, o.Or(o.Not(matches), handles)), ite(o, matches, t, cleared)
+
+
+def exits_on_out_of_range(s: State, rules: Rules, f: int) -> bool:
+    """Whether the Fetch answer waiting for ``f`` stops its broker when f handles it: an answer
+    without a diverging epoch from a leader whose LEO is below f's, where the mode exits instead of
+    truncating (``_exit_on_out_of_range``). Read by ``follower_handle_fetch``, and by whoever looks
+    for a trace that takes the exit (docs/results.md).
+
+    >>> from hwcheck.spec import Config, Model
+    >>> m = Model(Config(mode="hw"))
+    >>> exits_on_out_of_range(m.init_states()[0], m.rules, 1)
+    False
+    """
+    msg, rep = s.inflight[f], s.replicas[f]
+    return (bool(msg) and msg.kind == FETCH_RESPONSE and msg.diverging_epoch == UNDEFINED
+            and msg.leader_leo < rep.leo and rules.mode.exit_on_out_of_range and not rules.cfg.unclean_election)
 
 
 def _exit_on_out_of_range(s: State, rules: Rules, f: int) -> Optional[State]:

@@ -1,11 +1,14 @@
 """One rule at a time: the HW/LEO rules of the articles and the guards that must refuse."""
 
+import json
+
 import pytest
 
 from hwcheck.checker.symmetry import canonical_form
 from hwcheck.checker.trace import differential, load_itf, replay
 from hwcheck.spec import Config, ConfigError, Model
 from hwcheck.spec.actions import advance_hw
+from hwcheck.spec.modes import FETCHING, TRUNCATING
 from hwcheck.spec.state import FETCH, FETCH_RESPONSE, FOLLOWER, LEADER, NONE, UNDEFINED, Fetch, FetchResponse
 
 from .conftest import ROOT, run_labels
@@ -509,3 +512,27 @@ def test_a_bounce_the_controller_missed_gets_no_leader_and_isr_it_had_answered()
     # from KIP-380 the controller sees every bounce, and a stopped broker keeps no epoch
     kip380 = Model(Config(mode="kip380", records=2))
     assert run_labels(kip380, fetched + [("crash", 1)])[-1].replicas[1].leader_epoch == UNDEFINED
+
+
+def test_a_follower_exits_on_an_out_of_range_answer_until_2_1_and_the_curated_trace_is_the_first_exit():
+    """counterexamples/kip101-exit-on-out-of-range is the shortest trace whose last step is a
+    follower handling an answer it exits on (checker/reach.py, Kafka's own steps taken at once as a
+    cluster takes them): r0 power-fails alone in the ISR, is elected back empty, and r1, which kept
+    following r0 (the same leader: 0.11 does not restart its fetcher), gets OffsetOutOfRange. Its
+    broker stops; from 2.1 (kip320) the same answer truncates r1 instead."""
+    from hwcheck.checker.reach import first_step
+    from hwcheck.checker.trace import to_itf
+    from hwcheck.cluster.conform import EAGER
+    from hwcheck.spec.actions import exits_on_out_of_range
+    curated = json.loads((ROOT / "counterexamples" / "kip101-exit-on-out-of-range.itf.json").read_text())
+    m = Model(Config(mode="kip101", power_failures=1, crashes=0))
+    trace = first_step(m, lambda s, label: label[0] == "follower_handle_fetch" and exits_on_out_of_range(s, m.rules, label[1]),
+                       eager=EAGER)
+    assert trace.steps == 14 and to_itf(m, trace)["states"] == curated["states"]
+    before, after = trace.states[-2:]
+    assert after.replicas[1].alive == 0 and after.history.crashes == 0          # a stop of its own, not a fault
+    assert trace.labels[10] == ("become_follower", 1) and before.replicas[1].truncating == FETCHING
+    # 2.1 restarts the fetcher on a new epoch of the same leader (follow_on_new_epoch): r1 asks
+    # where epoch 0 ends first, and the answer truncates it
+    kip320 = run_labels(Model(Config(mode="kip320", power_failures=1, crashes=0)), trace.labels[:11])[-1]
+    assert kip320.replicas[1].truncating == TRUNCATING

@@ -87,6 +87,10 @@ class Step:
     # whose answer changes nothing there, and the model leaves it out (spec/actions.become_follower):
     # the harness lets that exchange through on its own
     empty_cache: bool = False
+    # a request the model's leader handles as leader: the harness releases it once that broker
+    # leads by its own state (it applies a LeaderAndIsr after the controller's decision, which is
+    # what a checkpoint sees), or a Fetch sent before would meet a broker that does not lead yet
+    to_leader: bool = False
 
     @property
     def placed(self) -> bool:
@@ -146,6 +150,8 @@ def compile_trace(states: Sequence[State], labels: Sequence[str], proxied: bool 
         if proxied and action in PROXIED:
             step.link, step.api = _message_of(states, i, action, args)
             step.empty_cache = action == "send_fetch" and not states[i - 1].replicas[args[0]].epoch_cache
+            step.to_leader = (action.startswith("leader_handle_")
+                              and states[i - 1].replicas[step.link[1]].role == LEADER)
         steps.append(step)
     for k, step in enumerate(steps):
         nxt = steps[k + 1] if k + 1 < len(steps) else None

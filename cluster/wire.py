@@ -360,6 +360,44 @@ def partition_view(host: str, port: int, topic: str, partition: int = 0, timeout
         return _io(host, port, "metadata request", ask)
 
 
+# --- leading: whether a broker has applied the LeaderAndIsr that names it -----------------------
+
+LIST_OFFSETS = 2
+
+
+def list_offsets_request(topic: str, correlation_id: int) -> bytes:
+    """ListOffsets v1 (0.10.1+; 4.x still serves it, KIP-896 removed v0 only): ReplicaId -1 (a
+    client), [Topic [Partition 0, Timestamp -1: the latest offset]]."""
+    body = int32(-1) + int32(1) + string(topic) + int32(1) + int32(0) + struct.pack(">q", -1)
+    return request_header(LIST_OFFSETS, 1, correlation_id, flexible=False) + body
+
+
+def decode_list_offsets(data: bytes, correlation_id: int | None = None) -> int:
+    """The error code of partition 0's answer (ListOffsets v1 response: [Topic [Partition,
+    ErrorCode, Timestamp, Offset]])."""
+    r = response_reader(data, correlation_id, flexible=False)
+    for _ in range(r.int32()):
+        r.string()
+        for _ in range(r.int32()):
+            r.int32()
+            return r.int16()
+    raise WireError("the ListOffsets response names no partition")
+
+
+def leads(host: str, port: int, topic: str, timeout: float = 2.0) -> bool:
+    """Whether the broker at ``port`` leads partition 0 of ``topic`` by its own state: only a leader
+    answers ListOffsets to a client (``KafkaApis.handleOffsetRequestV1`` ->
+    ``ReplicaManager.getLeaderReplicaIfLocal`` @0.10.2.1; ``Partition.fetchOffsetForTimestamp`` ->
+    ``localLogWithEpochOrThrow(.., fetchOnlyFromLeader)`` @4.1.1), others answer NOT_LEADER_FOR_PARTITION or UNKNOWN_TOPIC_OR_PARTITION
+    until they apply the LeaderAndIsr (or metadata record) that names them. The controller's
+    decision, which the observer reads, comes earlier. A broker that cannot be asked does not lead."""
+    try:
+        with _connect(host, port, timeout) as sock:
+            return _io(host, port, "ListOffsets", lambda: decode_list_offsets(exchange(sock, list_offsets_request(topic, 1)), 1)) == 0
+    except WireError:
+        return False
+
+
 # --- producing: one record, one request, no retry ------------------------------------------------
 
 PRODUCE = 0

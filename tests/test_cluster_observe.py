@@ -168,12 +168,30 @@ def test_partition_view_falls_back_to_metadata_v7():
     assert broker.asked == [(18, 0), (3, 7)]
 
 
+def list_offsets_v1_response(error: int) -> bytes:
+    """A ListOffsets v1 response (correlation id, [Topic [Partition, ErrorCode, Timestamp, Offset]])."""
+    return (wire.int32(0) + wire.int32(1) + wire.string("hw") + wire.int32(1) + wire.int32(0) + wire.int16(error)
+            + struct.pack(">qq", -1, 3 if error == 0 else -1))
+
+
+@pytest.mark.parametrize("error, leads", [(0, True), (6, False), (3, False)])
+def test_a_broker_leads_when_it_answers_list_offsets(error, leads):
+    """Only the leader answers a client's ListOffsets; NOT_LEADER_FOR_PARTITION (6) or
+    UNKNOWN_TOPIC_OR_PARTITION (3) until it applies the LeaderAndIsr naming it (cluster/run.py
+    ``_await_leading`` waits for it)."""
+    broker = FakeBroker({wire.LIST_OFFSETS: list_offsets_v1_response(error)})
+    assert wire.leads("127.0.0.1", broker.port, "hw") is leads
+    broker.close()
+    assert broker.asked == [(wire.LIST_OFFSETS, 1)]
+
+
 def test_a_closed_port_is_a_one_line_error():
     s = socket.create_server(("127.0.0.1", 0))
     port = s.getsockname()[1]
     s.close()
     with pytest.raises(WireError, match=f"^connection refused by 127.0.0.1:{port}$"):
         wire.api_versions("127.0.0.1", port, timeout=1)
+    assert wire.leads("127.0.0.1", port, "hw", timeout=1) is False
 
 
 # --- disk: the recorded partition ---------------------------------------------------------------------

@@ -86,15 +86,35 @@ def focus(model, labels: Sequence[Tuple], invariant: str) -> Trace:
     best = replays_to(model, labels, invariant)
     if best is None:
         raise ValueError(f"the schedule does not break {invariant}")
-    n = model.cfg.replicas
+    return minimize(best, model.cfg.replicas, lambda trial: replays_to(model, trial, invariant))
+
+
+def minimize(best, n: int, attempt, tries: Optional[int] = None):
+    """Greedy delta debugging (``_candidates``, largest removals first) of ``best``, anything with
+    ``labels``: ``attempt(labels)`` returns what a shorter schedule becomes when it keeps the
+    property (cut where it shows), else None. With ``tries``, at most that many attempts (a
+    conformance walk's attempt runs a real cluster). Returns the last kept one.
+
+    >>> from hwcheck.checker.result import Trace
+    >>> def keeps(labels):          # the property: a crash of r0 before a restart of r0
+    ...     ok = ("crash", 0) in labels and ("restart", 0) in labels[labels.index(("crash", 0)):]
+    ...     return Trace([], list(labels), None) if ok else None
+    >>> walk = [("produce", 0), ("crash", 0), ("send_fetch", 1), ("restart", 0), ("produce", 0)]
+    >>> minimize(Trace([], walk, None), 2, keeps).labels
+    [('crash', 0), ('restart', 0)]
+    """
     changed = True
     while changed:
         changed = False
         for drop in _candidates(best.labels, n):
             if not drop or len(drop) == len(best.labels):
                 continue
+            if tries is not None:
+                if tries <= 0:
+                    return best
+                tries -= 1
             trial = [l for i, l in enumerate(best.labels) if i not in drop]
-            found = replays_to(model, trial, invariant)
+            found = attempt(trial)
             if found is not None:
                 best, changed = found, True
                 break

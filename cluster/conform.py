@@ -24,7 +24,9 @@ True
 from __future__ import annotations
 
 import random
+from typing import Callable, Optional
 
+from hwcheck.checker.focus import minimize
 from hwcheck.checker.result import Trace
 
 from .plan import PLACED, PROXIED
@@ -71,6 +73,51 @@ def walk_document(model, seed: int, steps: int) -> dict:
     doc["#meta"]["description"] = f"a conformance walk of mode {model.cfg.mode}, seed {seed}"
     doc["#meta"]["hwcheck"]["seed"] = seed
     return doc
+
+
+def schedule(model, labels) -> Optional[Trace]:
+    """The trace of ``labels`` from the model's initial state, or None if a step is not enabled."""
+    states = [model.init_states()[0]]
+    for label in labels:
+        nxt = model.step(states[-1], label)
+        if nxt is None:
+            return None
+        states.append(nxt)
+    return Trace(states, list(labels), None)
+
+
+def shrink(model, walk: Trace, parted_at: int, parts_at: Callable[[Trace], Optional[int]], tries: int,
+           kept: Optional[list] = None) -> Trace:
+    """A walk the cluster parted from at step ``parted_at``, shrunk as simulate shrinks a violation
+    (checker/focus.py ``minimize``: steps of one replica, runs, chunks, single steps, largest
+    removals first): a shorter schedule the model can run is run on a fresh cluster (``parts_at``:
+    the step it parted at, None if it agreed) and kept, cut after that step, when it still parts.
+    At most ``tries`` cluster runs; each kept walk is appended to ``kept`` (what an interrupted
+    shrink had got to). A cluster's timing is not seeded, so a schedule that agreed once may part
+    on another run: the result is minimal only as far as those runs went.
+
+    >>> from hwcheck.spec import Config, Model
+    >>> m = Model(Config(mode="kip903", records=2, crashes=1))
+    >>> w = walk(m, seed=3, steps=12)
+    >>> handled = lambda t: next((i + 1 for i, l in enumerate(t.labels) if l[0] == "follower_handle_fetch"), None)
+    >>> [m.format_label(l) for l in shrink(m, w, handled(w), handled, tries=40).labels]  # doctest: +NORMALIZE_WHITESPACE
+    ['controlled_shutdown_leader(r0,r1)', 'become_leader(r1)', 'restart(r0)', 'become_follower(r0)',
+     'send_fetch(r0)', 'leader_handle_fetch(r1,r0)', 'follower_handle_fetch(r0)']
+    """
+    kept = [] if kept is None else kept
+
+    def cut(trial: Trace, k: int) -> Trace:
+        return Trace(trial.states[:k + 1], trial.labels[:k], None)
+
+    def attempt(labels):
+        trial = schedule(model, labels)
+        k = None if trial is None else parts_at(trial)
+        if k is None:
+            return None
+        kept.append(cut(trial, k))
+        return kept[-1]
+    kept.append(cut(walk, parted_at))
+    return minimize(kept[-1], model.cfg.replicas, attempt, tries)
 
 
 def walk_config(mode: str, steps: int, replicas: int = 2):

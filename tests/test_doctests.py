@@ -29,7 +29,8 @@ DOCUMENTED = ["hwcheck.spec.config", "hwcheck.spec.state", "hwcheck.spec.log", "
               "hwcheck.checker.fpset", "hwcheck.checker.symmetry", "hwcheck.checker.simulate",
               "hwcheck.checker.shrink", "hwcheck.checker.cubes", "hwcheck.checker.houdini",
               "hwcheck.checker.lemma_file", "hwcheck.spec.lemmas", "hwcheck.cluster.jars", "hwcheck.cluster.plan",
-              "hwcheck.cluster.observe", "hwcheck.cluster.report",
+              "hwcheck.cluster.observe", "hwcheck.cluster.report", "hwcheck.cluster.conform", "hwcheck.checker.reach",
+              "hwcheck.checker.focus",
               "hwcheck.explore.session", "hwcheck.explore.search", "hwcheck.explore.server"]
 
 

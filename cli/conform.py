@@ -92,8 +92,8 @@ def _shrink(model, walked, parted_at, rel, wait, tries, keep, seed, as_json) -> 
             _say(f"shrink run {runs[0]}: {trial.steps} steps: the cluster failed ({e}); not kept")
             return None
         k = out.first_difference
-        _say(f"shrink run {runs[0]}: {trial.steps} steps: " + (f"parts at step {k}" if k else "agrees"))
-        if k:
+        _say(f"shrink run {runs[0]}: {trial.steps} steps: " + ("agrees" if k is None else f"parts at step {k}"))
+        if k is not None:
             outcomes[tuple(trial.labels[:k])] = out
         return k
 
@@ -101,7 +101,7 @@ def _shrink(model, walked, parted_at, rel, wait, tries, keep, seed, as_json) -> 
     interrupted = False
     try:
         best = shrink(model, walked, parted_at, parts_at, tries, kept)
-    except Interrupted:
+    except (Interrupted, KeyboardInterrupt):        # a run stops its cluster before it raises
         best, interrupted = kept[-1], True
     labels = [model.format_label(label) for label in best.labels]
     out = outcomes.get(tuple(best.labels))

@@ -52,3 +52,26 @@ def test_a_walk_that_parts_is_shrunk_to_the_steps_the_difference_needs(monkeypat
 
     done = CliRunner().invoke(cli, ["conform", "--kafka", "0.11.0.3", "--steps", "60", "--shrink", "0", "--json"])
     assert done.exit_code == 1 and "shrunk" not in json.loads(done.output[done.output.index("{"):])["conform"]
+
+
+def test_ctrl_c_while_shrinking_says_how_far_it_got(monkeypatch, tmp_path):
+    """An interrupted shrink exits 130 and names the runs made and the shortest walk that parted."""
+    import hwcheck.cli.conform as cli_conform
+    import hwcheck.cluster.report as report
+    import hwcheck.cluster.run as cluster_run
+    calls = []
+
+    def fake_run(doc, rel, lib, **kw):
+        calls.append(1)
+        if len(calls) == 2:
+            raise cluster_run.Interrupted(SimpleNamespace(seconds=1.0), 3)
+        return SimpleNamespace(first_difference=_parts_at_first_restart(doc))
+
+    monkeypatch.setattr(cluster_run, "run", fake_run)
+    monkeypatch.setattr(cli_conform, "run_one", lambda doc, *a, **kw: SimpleNamespace(
+        first_difference=_parts_at_first_restart(doc)))
+    monkeypatch.setattr(cli_conform, "resolve_release", lambda rel, log=None: tmp_path)
+    monkeypatch.setattr(report, "step_table", lambda outcome: "(the table)")
+    done = CliRunner().invoke(cli, ["conform", "--kafka", "0.11.0.3", "--steps", "60"])
+    assert done.exit_code == 130
+    assert "interrupted while shrinking after 2 cluster runs; the shortest walk that parted has 2 steps" in done.output

@@ -388,12 +388,14 @@ def leads(host: str, port: int, topic: str, timeout: float = 2.0) -> bool:
     """Whether the broker at ``port`` leads partition 0 of ``topic`` by its own state: only a leader
     answers ListOffsets to a client (``KafkaApis.handleOffsetRequestV1`` ->
     ``ReplicaManager.getLeaderReplicaIfLocal`` @0.10.2.1; ``Partition.fetchOffsetForTimestamp`` ->
-    ``localLogWithEpochOrThrow(.., fetchOnlyFromLeader)`` @4.1.1), others answer NOT_LEADER_FOR_PARTITION or UNKNOWN_TOPIC_OR_PARTITION
-    until they apply the LeaderAndIsr (or metadata record) that names them. The controller's
-    decision, which the observer reads, comes earlier. A broker that cannot be asked does not lead."""
+    ``localLogWithEpochOrThrow(.., fetchOnlyFromLeader)`` @4.1.1), others answer
+    NOT_LEADER_FOR_PARTITION or UNKNOWN_TOPIC_OR_PARTITION until they apply the LeaderAndIsr (or
+    metadata record) that names them. The controller's decision, which the observer reads, comes
+    earlier. A broker that cannot be asked does not lead."""
+    request = list_offsets_request(topic, 1)
     try:
         with _connect(host, port, timeout) as sock:
-            return _io(host, port, "ListOffsets", lambda: decode_list_offsets(exchange(sock, list_offsets_request(topic, 1)), 1)) == 0
+            return _io(host, port, "ListOffsets", lambda: decode_list_offsets(exchange(sock, request), 1)) == 0
     except WireError:
         return False
 

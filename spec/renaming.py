@@ -16,11 +16,16 @@ holds a replica id; ``symmetry_keys(s)`` gives per replica what renaming cannot 
 from __future__ import annotations
 
 import functools
+import operator
 from typing import Tuple
 
 from .state import PREFERRED, UNDEFINED, Message, Replica, State
 
 Perm = Tuple[int, ...]     # perm[r]: the new name of replica r
+
+_new = tuple.__new__       # builds a NamedTuple from its fields in one C call (as its ``_make`` does)
+_LEADER, _ISR, _CAUGHT_UP = (Replica._fields.index(f) for f in ("leader", "isr", "remote_caught_up"))
+_PER_REPLICA = tuple(Replica._fields.index(f) for f in ("remote_leo", "remote_broker_epoch", "remote_fetch_leo"))
 
 
 def _mask(m: int, perm: Perm) -> int:
@@ -43,52 +48,65 @@ def renamed_sets(perm: Perm) -> Tuple[int, ...]:
     return tuple(_mask(m, perm) for m in range(1 << len(perm)))
 
 
+@functools.lru_cache(maxsize=None)
+def _movers(perm: Perm):
+    """For ``perm``: the renamed replica sets (``renamed_sets``), the inverse permutation and an
+    ``itemgetter`` that moves a per-replica tuple's entry r to perm[r] (a C call, where a loop
+    costs a Python frame per tuple: renaming is about a third of a symmetric search's time)."""
+    inv = [0] * len(perm)
+    for r, p in enumerate(perm):
+        inv[p] = r
+    return renamed_sets(perm), tuple(inv), operator.itemgetter(*inv) if len(inv) > 1 else None
+
+
 def rename(s: State, perm: Perm) -> State:
     """The state with replica r renamed perm[r]: every field holding a replica id moves
     (Replica.leader, ISR bitmasks, the order of remote_leo and its siblings, the controller, inflight order and the
     leader of each message)."""
-    n = len(perm)
-    mask = renamed_sets(perm)
-    reps = [None] * n
-    inflight, stale = [()] * n, [()] * n
-    for r, rep in enumerate(s.replicas):
-        leader = rep.leader if rep.leader == UNDEFINED else perm[rep.leader]
-        reps[perm[r]] = Replica(rep.alive, rep.role, rep.leader_epoch, leader, mask[rep.isr], rep.log,
-                                rep.hw, rep.flushed, rep.epoch_cache, rep.truncating, _moved(rep.remote_leo, perm),
-                                _moved(rep.remote_broker_epoch, perm), rep.clean_shutdown, rep.leader_fenced,
-                                _moved(rep.remote_fetch_leo, perm), mask[rep.remote_caught_up], rep.leading_since)
-        inflight[perm[r]] = _renamed_message(s.inflight[r], perm)
-        stale[perm[r]] = _renamed_message(s.stale[r], perm)
+    mask, inv, move = _movers(perm)
+    if move is None:
+        return s
+    reps, inflight, stale = s.replicas, s.inflight, s.stale
+    out = []
+    for r in inv:                       # the replica that becomes replica 0, 1, ...
+        rep = list(reps[r])
+        leader = rep[_LEADER]
+        if leader != UNDEFINED:
+            rep[_LEADER] = perm[leader]
+        rep[_ISR] = mask[rep[_ISR]]
+        rep[_CAUGHT_UP] = mask[rep[_CAUGHT_UP]]
+        for i in _PER_REPLICA:
+            if rep[i]:
+                rep[i] = move(rep[i])
+        out.append(_new(Replica, rep))
     c = s.controller
     leader = c.leader if c.leader == UNDEFINED else perm[c.leader]
-    return State(tuple(reps), type(c)(leader, c.epoch, mask[c.isr], mask[c.live], _moved(c.broker_epochs, perm),
-                                      mask[c.elr], mask[c.last_known_elr]), tuple(inflight), tuple(stale), s.history)
+    return _new(State, (_new(tuple, out),
+                        _new(type(c), (leader, c.epoch, mask[c.isr], mask[c.live],
+                                       move(c.broker_epochs) if c.broker_epochs else (),
+                                       mask[c.elr], mask[c.last_known_elr])),
+                        _new(tuple, [_renamed_message(inflight[r], perm) for r in inv]),
+                        _new(tuple, [_renamed_message(stale[r], perm) for r in inv]), s.history))
 
 
 def _renamed_message(msg: Message, perm: Perm):
     """The message sent to or by perm[its leader] (every kind's second field is its leader)."""
-    return type(msg)._make((msg.kind, perm[msg.leader]) + msg[2:]) if msg else ()
-
-
-def _moved(per_replica: tuple, perm: Perm) -> tuple:
-    """A per-replica tuple with entry r moved to perm[r] (empty stays empty)."""
-    if not per_replica:
-        return per_replica
-    moved = [0] * len(perm)
-    for f, v in enumerate(per_replica):
-        moved[perm[f]] = v
-    return tuple(moved)
+    return _new(type(msg), (msg[0], perm[msg[1]]) + msg[2:]) if msg else ()
 
 
 def symmetry_keys(s: State) -> list:
     """Per replica, what renaming cannot change (ids appear only as 'is it me'). The preferred
     replica (r0) is the only one the protocol singles out (elect_preferred): its key sorts first,
-    so every renaming keeps it r0 and only the others are interchangeable."""
-    c = s.controller
+    so every renaming keeps it r0 and only the others are interchangeable; the rest of its key
+    could never change an order, so it has none."""
+    c, inflight, stale = s.controller, s.inflight, s.stale
     keys = []
     for r, rep in enumerate(s.replicas):
-        msg, old = s.inflight[r], s.stale[r]
-        keys.append((r != PREFERRED, rep.alive, rep.role, rep.leader_epoch, rep.leader == r, rep.log, rep.hw,
+        if r == PREFERRED:
+            keys.append((False,))
+            continue
+        msg, old = inflight[r], stale[r]
+        keys.append((True, rep.alive, rep.role, rep.leader_epoch, rep.leader == r, rep.log, rep.hw,
                      rep.flushed, rep.epoch_cache, rep.truncating, rep.leader_fenced, rep.leading_since,
                      c.leader == r, c.isr >> r & 1, c.live >> r & 1,
                      (msg.kind,) + msg[2:] if msg else (), (old.kind,) + old[2:] if old else ()))    # all but the leader

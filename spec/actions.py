@@ -1611,6 +1611,14 @@ TERMS = {
 EVENTS = frozenset({"crash", "power_fail", "lose_disk", "controlled_shutdown",
                     "controlled_shutdown_leader", "session_expire", "session_expire_leader", "elect_preferred"})
 
+# The fault budgets: each a Config knob, counted in History under the same name
+BUDGETS = ("crashes", "power_failures", "disk_losses")
+# The budget each of these actions needs some of: its guard refuses it once that budget is spent, so
+# Model.successors does not try it then (tests/test_actions.py checks every guard against this table)
+NEEDS_BUDGET = {"crash": "crashes", "session_expire": "crashes", "session_expire_leader": "crashes",
+                "controlled_shutdown": "crashes", "controlled_shutdown_leader": "crashes",
+                "power_fail": "power_failures", "flush": "power_failures", "lose_disk": "disk_losses"}
+
 EPOCH_ONLY = {"send_epoch_request", "leader_handle_epoch_request", "follower_handle_epoch_response"}
 POWER_ONLY = {"power_fail", "flush"}
 OLD_RESPONSE_ONLY = {"follower_handle_old_response"}     # the modes with accept_old_epoch_response

@@ -7,8 +7,8 @@ import pytest
 from hwcheck.checker.symmetry import canonical_form
 from hwcheck.checker.trace import differential, load_itf, replay
 from hwcheck.spec import Config, ConfigError, Model
-from hwcheck.spec.actions import advance_hw
-from hwcheck.spec.modes import FETCHING, TRUNCATING
+from hwcheck.spec.actions import BUDGETS, NEEDS_BUDGET, advance_hw
+from hwcheck.spec.modes import FETCHING, LADDER, TRUNCATING
 from hwcheck.spec.state import FETCH, FETCH_RESPONSE, FOLLOWER, LEADER, NONE, UNDEFINED, Fetch, FetchResponse
 
 from .conftest import ROOT, run_labels
@@ -536,3 +536,34 @@ def test_a_follower_exits_on_an_out_of_range_answer_until_2_1_and_the_curated_tr
     # where epoch 0 ends first, and the answer truncates it
     kip320 = run_labels(Model(Config(mode="kip320", power_failures=1, crashes=0)), trace.labels[:11])[-1]
     assert kip320.replicas[1].truncating == TRUNCATING
+
+
+# ------------------------------------------------------------------ budgets (Model.successors' shortcut)
+
+@pytest.mark.parametrize("mode", [m.name for m in LADDER])
+def test_a_spent_budget_disables_every_action_that_needs_it_and_successors_skip_only_those(mode):
+    """NEEDS_BUDGET is a promise about the guards: in every reachable state (one of each fault, three
+    replicas, to depth 6), each action that needs a spent budget is refused for every replica, and
+    ``successors`` gives exactly the steps of trying every action in order."""
+    m = Model(Config(mode=mode, replicas=3, records=1, crashes=1, power_failures=1, disk_losses=1, max_epoch=2))
+    rules, spent_seen = m.rules, set()
+    frontier, seen = m.init_states(), set(m.init_states())
+    for _ in range(6):
+        nxt = []
+        for s in frontier:
+            every = []
+            for label, fn, args in m._steps:
+                t = fn(s, rules, *args)
+                budget = NEEDS_BUDGET.get(label[0])
+                if budget and getattr(s.history, budget) >= getattr(m.cfg, budget):
+                    spent_seen.add(budget)
+                    assert t is None, (label, budget)
+                if t is not None:
+                    every.append((label, t))
+            assert list(m.successors(s)) == every
+            for _, t in every:
+                if t not in seen:
+                    seen.add(t)
+                    nxt.append(t)
+        frontier = nxt
+    assert spent_seen == set(BUDGETS)        # every budget was spent somewhere, so each was checked

@@ -1,0 +1,178 @@
+"""Kafka's production shape (issue 43): replication factor 3, min.insync.replicas 2, the newest mode,
+exhaustively; this tree against a base commit, side by side in one run.
+
+    python benchmarks/rf3.py                                  # every goal row, base b239010 vs this tree
+    python benchmarks/rf3.py --rows one-fault --slack 1       # the three one-fault rows, stopped at 60 s
+    python benchmarks/rf3.py --rows crashes-2 --limit 120     # one row, stopped at 120 s
+    python benchmarks/rf3.py --base HEAD~2 --head HEAD        # two commits (git worktrees in a temp folder)
+    python benchmarks/rf3.py --rows defaults --base none      # this tree alone
+
+Each code is installed by pip into a temp folder first (compiled where its setup.py compiles it, as a
+user gets it; ``--plain`` runs the source folders instead). Every row is one bfs (mode kafka19522, 3 replicas, min ISR 2, records 2, max epoch 3, ``--symmetry``,
+2 workers) in a fresh process, run on the base code and on this tree one after the other, row by
+row, so both see the same machine. A row stops at its goal's time (60 s for one fault, 15 min for
+two) times ``--slack`` (default 2), or at ``--limit`` seconds; a search stopped there reports how
+far it got. ``defaults`` is ``hwcheck verify --mode=epoch`` on its defaults (2 replicas, no
+symmetry), the row whose speed must not fall.
+
+Printed per row and code: the verdict, classes (distinct states), generated states, depth, wall
+seconds, classes per second and peak RSS (workers included); then the ratio of this tree to the
+base: of wall times where both finished, else of classes per second (reached in the same time).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BASE = "b239010"          # main when issue 43 was first worked on
+PACKAGES = ("spec", "checker", "cli", "cluster", "explore")     # hwcheck.<name> = <tree>/<name>
+SHAPE = {"mode": "kafka19522", "replicas": 3, "min_isr": 2, "records": 2, "max_epoch": 3}
+ONE, TWO = 60, 900        # the goals, in seconds
+ROWS = {   # name -> (settings over SHAPE, symmetry, goal s)
+    "crashes-1": ({"crashes": 1}, True, ONE),
+    "power-failure-1": ({"power_failures": 1, "crashes": 0}, True, ONE),
+    "disk-loss-1": ({"disk_losses": 1, "crashes": 0}, True, ONE),
+    "crashes-2": ({"crashes": 2}, True, TWO),
+    "crash-power-failure": ({"crashes": 1, "power_failures": 1}, True, TWO),
+    "crash-disk-loss": ({"crashes": 1, "disk_losses": 1}, True, TWO),
+    "power-failure-disk-loss": ({"power_failures": 1, "disk_losses": 1, "crashes": 0}, True, TWO),
+    "defaults": ({"mode": "epoch", "replicas": 2, "min_isr": 1}, False, ONE),
+}
+GROUPS = {"one-fault": [r for r, (_, _, g) in ROWS.items() if g == ONE and r != "defaults"],
+          "two-faults": [r for r, (_, _, g) in ROWS.items() if g == TWO]}
+
+CHILD = r"""
+import json, sys, time
+from hwcheck.checker.bfs import bfs
+from hwcheck.checker.families import make_model
+config, symmetry, limit = json.loads(sys.argv[1])
+model = make_model("design", config)
+start = time.monotonic()
+
+def stop_at_limit(report):
+    if time.monotonic() - start > limit:
+        raise KeyboardInterrupt      # bfs stops, terminates its workers and says how far it got
+
+r = bfs(model, symmetry=symmetry, workers=2, progress=stop_at_limit)
+print(json.dumps({"verdict": r.verdict, "distinct": r.distinct_states, "generated": r.generated_states,
+                  "depth": r.depth, "wall": r.elapsed, "rss": r.peak_rss_mb, "complete": r.complete,
+                  "steps": r.violations[0].steps if r.violations else None}))
+"""
+
+
+def install(tree: str, folder: str, plain: bool) -> str:
+    """A folder to put on PYTHONPATH so that ``hwcheck.*`` imports come from ``tree``: the package as
+    pip installs it (compiled where setup.py compiles it, as a user gets it), or with ``plain`` the
+    source folders themselves."""
+    if plain:
+        pkg = os.path.join(folder, "hwcheck")
+        os.makedirs(pkg)
+        for name in PACKAGES:
+            os.symlink(os.path.join(tree, name), os.path.join(pkg, name))
+        return folder
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", folder, tree],
+                   check=True, stdout=subprocess.DEVNULL)
+    return folder
+
+
+def compiled(path: str) -> str:
+    """'compiled' when the installed spec is an extension module, else 'plain'."""
+    out = subprocess.run([sys.executable, "-c", "import hwcheck.spec.actions as a; print(a.__file__)"],
+                         env=dict(os.environ, PYTHONPATH=path), capture_output=True, text=True)
+    return "plain" if out.stdout.strip().endswith(".py") else "compiled"
+
+
+def checkout(rev: str, folder: str) -> str:
+    subprocess.run(["git", "-C", ROOT, "worktree", "add", "--detach", "-q", folder, rev], check=True)
+    return folder
+
+
+def run(path: str, config: dict, symmetry: bool, limit: float) -> dict:
+    env = dict(os.environ, PYTHONPATH=path)
+    out = subprocess.run([sys.executable, "-c", CHILD, json.dumps([config, symmetry, limit])], env=env,
+                         capture_output=True, text=True)
+    if out.returncode != 0:
+        raise SystemExit(f"rf3.py: the run failed ({config}): {out.stderr.strip().splitlines()[-1:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def describe(r: dict) -> str:
+    if r["verdict"] == "violated":
+        return f"violated ({r['steps']} steps)"
+    return r["verdict"] if r["complete"] else "stopped"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rows", default=",".join(ROWS),
+                    help="comma-separated rows or groups (one-fault, two-faults): " + ", ".join(ROWS))
+    ap.add_argument("--base", default=BASE, help=f"the commit to compare with (default {BASE}); 'none' for none")
+    ap.add_argument("--head", default=None, help="a commit to run instead of this tree")
+    ap.add_argument("--slack", type=float, default=2.0, help="a row stops at its goal's time times this (default 2)")
+    ap.add_argument("--limit", type=float, default=None, help="stop every row at this many seconds instead")
+    ap.add_argument("--plain", action="store_true", help="run the source folders, not the package pip builds from them")
+    args = ap.parse_args()
+    rows = []
+    for name in args.rows.split(","):
+        if name in GROUPS:
+            rows += GROUPS[name]
+        elif name in ROWS:
+            rows.append(name)
+        elif name:
+            sys.exit(f"rf3.py: unknown row {name!r}; choose from {', '.join(list(ROWS) + list(GROUPS))}")
+    tmp = tempfile.mkdtemp(prefix="hwcheck-rf3-")
+    trees = []
+    try:
+        codes = []
+        for which, rev in (("base", args.base), ("head", args.head)):
+            if rev is None or rev == "none":
+                continue
+            tree = checkout(rev, os.path.join(tmp, which))
+            trees.append(tree)
+            codes.append((rev, install(tree, os.path.join(tmp, which + "-path"), args.plain)))
+        if args.head is None:
+            codes.append(("this tree", install(ROOT, os.path.join(tmp, "tree-path"), args.plain)))
+        codes = [(f"{label} ({compiled(path)})", path) for label, path in codes]
+        load = os.getloadavg()[0]
+        print(f"hwcheck rf3 benchmark: {os.cpu_count()} cores, load average {load:.1f} at start; "
+              f"{SHAPE['mode']}, 3 replicas, min ISR 2, records 2, max epoch 3, 2 workers")
+        header = ["row", "code", "verdict", "classes", "generated", "depth", "wall s", "classes/s", "RSS MB", "ratio"]
+        table = []
+        for name in rows:
+            settings, symmetry, goal = ROWS[name]
+            limit = args.limit if args.limit is not None else goal * args.slack
+            config = dict(SHAPE, **settings)
+            results = []
+            for label, path in codes:
+                r = run(path, config, symmetry, limit)
+                results.append(r)
+                ratio = ""
+                if len(results) == 2:
+                    a, b = results
+                    if a["complete"] and b["complete"]:
+                        ratio = f"{b['wall'] / a['wall']:.2f}x time"
+                    else:
+                        ratio = f"{(b['distinct'] / b['wall']) / (a['distinct'] / a['wall']):.2f}x classes/s"
+                table.append([name, label, describe(r), f"{r['distinct']:,}", f"{r['generated']:,}", str(r["depth"]),
+                              f"{r['wall']:.1f}", f"{r['distinct'] / r['wall']:,.0f}", f"{r['rss']:.0f}", ratio])
+                print("  " + "  ".join(table[-1]), file=sys.stderr, flush=True)
+        widths = [max(len(h), *(len(row[i]) for row in table)) for i, h in enumerate(header)]
+        for row in [header, ["-" * w for w in widths]] + table:
+            print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
+        print(f"goals: one fault under {ONE} s, two faults under {TWO // 60} min (rows stopped at "
+              + (f"{args.limit:.0f} s" if args.limit is not None else f"{args.slack:g}x the goal") + ")")
+    finally:
+        for tree in trees:
+            subprocess.run(["git", "-C", ROOT, "worktree", "remove", "--force", tree], check=False)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

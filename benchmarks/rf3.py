@@ -26,6 +26,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -103,6 +104,10 @@ def run(path: str, config: dict, symmetry: bool, limit: float) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def _interrupted(signum, frame):
+    raise KeyboardInterrupt
+
+
 def describe(r: dict) -> str:
     if r["verdict"] == "violated":
         return f"violated ({r['steps']} steps)"
@@ -127,6 +132,7 @@ def main() -> None:
             rows.append(name)
         elif name:
             sys.exit(f"rf3.py: unknown row {name!r}; choose from {', '.join(list(ROWS) + list(GROUPS))}")
+    signal.signal(signal.SIGTERM, _interrupted)    # a kill also removes the worktrees and temp folder
     tmp = tempfile.mkdtemp(prefix="hwcheck-rf3-")
     trees = []
     try:
@@ -145,25 +151,11 @@ def main() -> None:
               f"{SHAPE['mode']}, 3 replicas, min ISR 2, records 2, max epoch 3, 2 workers")
         header = ["row", "code", "verdict", "classes", "generated", "depth", "wall s", "classes/s", "RSS MB", "ratio"]
         table = []
-        for name in rows:
-            settings, symmetry, goal = ROWS[name]
-            limit = args.limit if args.limit is not None else goal * args.slack
-            config = dict(SHAPE, **settings)
-            results = []
-            for label, path in codes:
-                r = run(path, config, symmetry, limit)
-                results.append(r)
-                ratio = ""
-                if len(results) == 2:
-                    a, b = results
-                    if a["complete"] and b["complete"]:
-                        ratio = f"{b['wall'] / a['wall']:.2f}x time"
-                    else:
-                        ratio = f"{(b['distinct'] / b['wall']) / (a['distinct'] / a['wall']):.2f}x classes/s"
-                table.append([name, label, describe(r), f"{r['distinct']:,}", f"{r['generated']:,}", str(r["depth"]),
-                              f"{r['wall']:.1f}", f"{r['distinct'] / r['wall']:,.0f}", f"{r['rss']:.0f}", ratio])
-                print("  " + "  ".join(table[-1]), file=sys.stderr, flush=True)
-        widths = [max(len(h), *(len(row[i]) for row in table)) for i, h in enumerate(header)]
+        try:
+            measure(rows, codes, args, table)
+        except KeyboardInterrupt:
+            print(f"rf3.py: interrupted after {len(table)} of {len(rows) * len(codes)} runs", file=sys.stderr)
+        widths = [max([len(h)] + [len(row[i]) for row in table]) for i, h in enumerate(header)]
         for row in [header, ["-" * w for w in widths]] + table:
             print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
         print(f"goals: one fault under {ONE} s, two faults under {TWO // 60} min (rows stopped at "
@@ -172,6 +164,28 @@ def main() -> None:
         for tree in trees:
             subprocess.run(["git", "-C", ROOT, "worktree", "remove", "--force", tree], check=False)
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def measure(rows, codes, args, table) -> None:
+    """Run every row on every code, one after the other, appending a line per run to ``table``."""
+    for name in rows:
+        settings, symmetry, goal = ROWS[name]
+        limit = args.limit if args.limit is not None else goal * args.slack
+        config = dict(SHAPE, **settings)
+        results = []
+        for label, path in codes:
+            r = run(path, config, symmetry, limit)
+            results.append(r)
+            ratio = ""
+            if len(results) == 2:
+                a, b = results
+                if a["complete"] and b["complete"]:
+                    ratio = f"{b['wall'] / a['wall']:.2f}x time"
+                else:
+                    ratio = f"{(b['distinct'] / b['wall']) / (a['distinct'] / a['wall']):.2f}x classes/s"
+            table.append([name, label, describe(r), f"{r['distinct']:,}", f"{r['generated']:,}", str(r["depth"]),
+                          f"{r['wall']:.1f}", f"{r['distinct'] / r['wall']:,.0f}", f"{r['rss']:.0f}", ratio])
+            print("  " + "  ".join(table[-1]), file=sys.stderr, flush=True)
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ agree on every mode. Nothing here imports z3.
 
 from __future__ import annotations
 
+import operator
 from typing import NamedTuple, Optional
 
 from .config import Config
@@ -1611,13 +1612,87 @@ TERMS = {
 EVENTS = frozenset({"crash", "power_fail", "lose_disk", "controlled_shutdown",
                     "controlled_shutdown_leader", "session_expire", "session_expire_leader", "elect_preferred"})
 
-# The fault budgets: each a Config knob, counted in History under the same name
+# ---------------------------------------------------------------- what each guard needs first
+#
+# Model.successors tries, in a state, only the steps whose guard can hold there. Each entry below
+# names conditions an action's guard requires before anything else (a promise about the guard,
+# never a rule of its own: tests/test_actions.py checks every entry against the guards over the
+# reachable states of every mode). They are read off the state's shape (``shape``): what it spent of
+# each fault budget, each replica's (alive, role), and each follower's message slots as (kind,
+# leader). A condition names the step's arguments by position (a step ``(l, f)``: 0 is l, 1 is f):
+#
+# - ``("budget", name)``: some of the fault budget ``name`` is left (a Config knob, counted in History)
+# - ``("alive", i)``, ``("down", i)``: replica i runs, or does not
+# - ``("role", i, role)``: replica i runs in that role
+# - ``("idle", i)``: follower i has no message in flight
+# - ``("inflight", i, kinds, j)``, ``("stale", i, kinds, j)``: follower i's in-flight (or abandoned)
+#   message is of one of ``kinds``, and, unless j is None, to or from replica j
+
 BUDGETS = ("crashes", "power_failures", "disk_losses")
-# The budget each of these actions needs some of: its guard refuses it once that budget is spent, so
-# Model.successors does not try it then (tests/test_actions.py checks every guard against this table)
-NEEDS_BUDGET = {"crash": "crashes", "session_expire": "crashes", "session_expire_leader": "crashes",
-                "controlled_shutdown": "crashes", "controlled_shutdown_leader": "crashes",
-                "power_fail": "power_failures", "flush": "power_failures", "lose_disk": "disk_losses"}
+_ALIVE = (("alive", 0),)
+_SPENDS_CRASH = (("budget", "crashes"), ("alive", 0))
+NEEDS = {
+    "produce": (("role", 0, LEADER),),
+    "send_fetch": (("role", 0, FOLLOWER), ("idle", 0)),
+    "leader_handle_fetch": (("inflight", 1, (FETCH,), 0),),
+    "leader_handle_stale_fetch": (("stale", 1, (FETCH,), 0),),
+    "follower_handle_fetch": (("inflight", 0, (FETCH_RESPONSE,), None),),
+    "follower_handle_old_response": (("stale", 0, (FETCH_RESPONSE,), None),),
+    "send_epoch_request": (("role", 0, FOLLOWER), ("idle", 0)),
+    "leader_handle_epoch_request": (("inflight", 1, (EPOCH_REQUEST,), 0),),
+    "follower_handle_epoch_response": (("inflight", 0, (EPOCH_RESPONSE,), None),),
+    "reject_request": (("inflight", 1, (FETCH, EPOCH_REQUEST), 0),),
+    "crash": _SPENDS_CRASH,
+    "power_fail": (("budget", "power_failures"), ("alive", 0)),
+    "flush": (("budget", "power_failures"), ("alive", 0)),
+    "lose_disk": (("budget", "disk_losses"), ("alive", 0)),
+    "restart": (("down", 0),),
+    "controlled_shutdown": _SPENDS_CRASH,
+    "controlled_shutdown_leader": _SPENDS_CRASH,
+    "controller_handle_failure": (("down", 0),),
+    "controller_handle_failure_leader": (("down", 0),),
+    "session_expire": _SPENDS_CRASH,
+    "session_expire_leader": _SPENDS_CRASH,
+    "register": _ALIVE,
+    "become_leader": _ALIVE,
+    "become_follower": _ALIVE,
+    "shrink_isr": (("role", 0, LEADER),),
+    "lag_expires": (("role", 0, LEADER),),
+}
+
+_head = operator.itemgetter(slice(0, 2))   # a Replica's (alive, role); a message's (kind, leader); () of ()
+_spent = operator.attrgetter(*BUDGETS)
+
+
+def shape(s: State) -> tuple:
+    """What ``NEEDS`` reads of a state: (spent of each budget, each replica's (alive, role), each
+    follower's in-flight and abandoned message as (kind, leader)), a few C calls."""
+    return _spent(s.history), tuple(map(_head, s.replicas)), tuple(map(_head, s.inflight)), tuple(map(_head, s.stale))
+
+
+def may_enable(needs: tuple, shape_: tuple, args: tuple, cfg) -> bool:
+    """Whether a state of this shape meets every condition ``needs`` names for the step ``args``."""
+    spent, reps, inflight, stale = shape_
+    for need in needs:
+        what, i = need[0], need[1]
+        if what == "budget":
+            if spent[BUDGETS.index(i)] >= getattr(cfg, i):
+                return False
+        elif what == "alive" or what == "down":
+            if bool(reps[args[i]][0]) != (what == "alive"):
+                return False
+        elif what == "role":
+            if not (reps[args[i]][0] and reps[args[i]][1] == need[2]):
+                return False
+        elif what == "idle":
+            if inflight[args[i]]:
+                return False
+        else:                               # "inflight" or "stale"
+            msg = (inflight if what == "inflight" else stale)[args[i]]
+            if not msg or msg[0] not in need[2] or (need[3] is not None and msg[1] != args[need[3]]):
+                return False
+    return True
+
 
 EPOCH_ONLY = {"send_epoch_request", "leader_handle_epoch_request", "follower_handle_epoch_response"}
 POWER_ONLY = {"power_fail", "flush"}

@@ -10,13 +10,12 @@
 
 from __future__ import annotations
 
-import operator
 import re
 from dataclasses import replace
 from typing import Callable, Iterator, List, Optional, Sequence, Tuple
 
-from .actions import (ACTIONS, BUDGETS, DISK_ONLY, EPOCH_ONLY, EVENTS, FENCE_ELECTS_ONLY, NEEDS_BUDGET,
-                      OLD_RESPONSE_ONLY, POWER_ONLY, Rules, dated, initial_state)
+from .actions import (ACTIONS, DISK_ONLY, EPOCH_ONLY, EVENTS, FENCE_ELECTS_ONLY, NEEDS, OLD_RESPONSE_ONLY, POWER_ONLY,
+                      Rules, dated, initial_state, may_enable, shape)
 from .config import Config, ConfigError
 from . import render, renaming, story
 from .invariants import broken_cells, invariants_for, why_broken
@@ -26,7 +25,6 @@ from .state import (EPOCH_REQUEST, FETCH, FETCH_RESPONSE, MESSAGE_NAMES, ROLE_NA
                     members, replica_name)
 
 Label = Tuple  # (action name, replica ids...)
-_spent = operator.attrgetter(*BUDGETS)     # what a state's history spent of each budget
 _LABEL = re.compile(r"^([a-z_]+)\(((?:r\d+)(?:,r\d+)*)?\)$")
 
 
@@ -60,7 +58,7 @@ class Model:
         n = cfg.replicas
         replaced = dict(mode.actions)
         actions = []
-        budgeted = {}       # action name -> the budget its guard needs some of (only the spec's own functions)
+        needs = {}          # action name -> what its guard needs first (spec/actions.py NEEDS; the spec's own functions)
         for name, fn, arity in ACTIONS:
             own = name not in replaced
             fn = replaced.get(name, fn)
@@ -76,18 +74,19 @@ class Model:
                 continue
             if name in FENCE_ELECTS_ONLY and not mode.fence_elects:
                 continue
-            if name in NEEDS_BUDGET and own:
-                budgeted[name] = NEEDS_BUDGET[name]
+            if name in NEEDS and own:
+                needs[name] = NEEDS[name]
             args = [(r,) for r in range(n)] if arity == 1 else [(a, b) for a in range(n) for b in range(n) if a != b]
             actions.append((name, fn, args))
         self._actions = actions
         # one (label, function, arguments) per possible step, labels built once
         self._steps = tuple(((name,) + args, fn, args) for name, fn, arg_list in actions for args in arg_list)
         self._by_name = {name: fn for name, fn, _ in actions}
-        # the steps worth trying, by what the state has spent of each budget: a step whose budget is
-        # spent is never enabled (its guard says so), so successors leaves it out, keeping the order
-        self._budgeted = budgeted
-        self._steps_by_spent: dict = {}
+        # the steps worth trying in a state, by its shape: a step whose guard needs what the shape
+        # lacks is never enabled there (spec/actions.py NEEDS), so successors leaves it out, keeping
+        # the order; a shape's steps are worked out once
+        self._needs = needs
+        self._steps_by_shape: dict = {}
         self._by_label = {label: (fn, args) for label, fn, args in self._steps}
         self.invariants: Tuple[Tuple[str, Callable[[State], bool]], ...] = invariants_for(cfg)
 
@@ -96,21 +95,20 @@ class Model:
 
     def successors(self, s: State) -> Iterator[Tuple[Label, State]]:
         rules = self.rules
-        spent = _spent(s.history)
-        steps = self._steps_by_spent.get(spent)
+        key = shape(s)
+        steps = self._steps_by_shape.get(key)
         if steps is None:
-            steps = self._steps_by_spent[spent] = self._steps_with(spent)
+            steps = self._steps_by_shape[key] = self._steps_for(key)
         for label, fn, args in steps:
             nxt = fn(s, rules, *args)
             if nxt is not None:
                 yield label, nxt
 
-    def _steps_with(self, spent: tuple) -> tuple:
-        """The steps, in order, less those whose budget (spec/actions.py NEEDS_BUDGET) ``spent``
-        (what a state spent of each of ``BUDGETS``) has used up."""
-        left = {b for b, used in zip(BUDGETS, spent) if used < getattr(self.cfg, b)}
+    def _steps_for(self, key: tuple) -> tuple:
+        """The steps, in order, less those whose guard needs what a state of shape ``key`` lacks."""
+        needs, cfg = self._needs, self.cfg
         return tuple(step for step in self._steps
-                     if step[0][0] not in self._budgeted or self._budgeted[step[0][0]] in left)
+                     if step[0][0] not in needs or may_enable(needs[step[0][0]], key, step[2], cfg))
 
     def step(self, s: State, label: Label):
         """The state reached by the labelled action, or None if it is not enabled."""

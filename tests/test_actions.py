@@ -7,7 +7,7 @@ import pytest
 from hwcheck.checker.symmetry import canonical_form
 from hwcheck.checker.trace import differential, load_itf, replay
 from hwcheck.spec import Config, ConfigError, Model
-from hwcheck.spec.actions import BUDGETS, NEEDS_BUDGET, advance_hw
+from hwcheck.spec.actions import NEEDS, advance_hw, may_enable, shape
 from hwcheck.spec.modes import FETCHING, LADDER, TRUNCATING
 from hwcheck.spec.state import FETCH, FETCH_RESPONSE, FOLLOWER, LEADER, NONE, UNDEFINED, Fetch, FetchResponse
 
@@ -538,26 +538,25 @@ def test_a_follower_exits_on_an_out_of_range_answer_until_2_1_and_the_curated_tr
     assert kip320.replicas[1].truncating == TRUNCATING
 
 
-# ------------------------------------------------------------------ budgets (Model.successors' shortcut)
+# ------------------------------------------------------------------ NEEDS (Model.successors' shortcut)
 
 @pytest.mark.parametrize("mode", [m.name for m in LADDER])
-def test_a_spent_budget_disables_every_action_that_needs_it_and_successors_skip_only_those(mode):
-    """NEEDS_BUDGET is a promise about the guards: in every reachable state (one of each fault, three
-    replicas, to depth 6), each action that needs a spent budget is refused for every replica, and
+def test_what_each_guard_needs_first_is_true_of_the_guards_and_successors_skip_only_those_steps(mode):
+    """NEEDS is a promise about the guards: in every reachable state (one of each fault, three
+    replicas, to depth 6), an action whose needs the state's shape lacks is refused, and
     ``successors`` gives exactly the steps of trying every action in order."""
     m = Model(Config(mode=mode, replicas=3, records=1, crashes=1, power_failures=1, disk_losses=1, max_epoch=2))
-    rules, spent_seen = m.rules, set()
+    rules, refused = m.rules, set()
     frontier, seen = m.init_states(), set(m.init_states())
     for _ in range(6):
         nxt = []
         for s in frontier:
-            every = []
+            every, key = [], shape(s)
             for label, fn, args in m._steps:
                 t = fn(s, rules, *args)
-                budget = NEEDS_BUDGET.get(label[0])
-                if budget and getattr(s.history, budget) >= getattr(m.cfg, budget):
-                    spent_seen.add(budget)
-                    assert t is None, (label, budget)
+                if label[0] in NEEDS and not may_enable(NEEDS[label[0]], key, args, m.cfg):
+                    refused.add(label[0])
+                    assert t is None, (label, NEEDS[label[0]])
                 if t is not None:
                     every.append((label, t))
             assert list(m.successors(s)) == every
@@ -566,4 +565,21 @@ def test_a_spent_budget_disables_every_action_that_needs_it_and_successors_skip_
                     seen.add(t)
                     nxt.append(t)
         frontier = nxt
-    assert spent_seen == set(BUDGETS)        # every budget was spent somewhere, so each was checked
+    # each entry was put to the test in some state where it says no
+    assert refused == {name for name in NEEDS if name in m.action_names}
+
+
+def test_may_enable_reads_each_kind_of_need():
+    m = Model(Config(mode="kip320", replicas=3, records=1, crashes=1))
+    s = m.init_states()[0]                                  # r0 leads, r1 and r2 follow, nothing in flight
+    key = shape(s)
+    assert may_enable(NEEDS["send_fetch"], key, (1,), m.cfg) and not may_enable(NEEDS["send_fetch"], key, (0,), m.cfg)
+    assert may_enable(NEEDS["crash"], key, (1,), m.cfg) and not may_enable(NEEDS["restart"], key, (1,), m.cfg)
+    assert not may_enable(NEEDS["leader_handle_fetch"], key, (0, 1), m.cfg)
+    t = m.step(s, ("send_fetch", 1))
+    assert may_enable(NEEDS["leader_handle_fetch"], shape(t), (0, 1), m.cfg)
+    assert not may_enable(NEEDS["leader_handle_fetch"], shape(t), (2, 1), m.cfg)    # the Fetch is to r0
+    assert not may_enable(NEEDS["send_fetch"], shape(t), (1,), m.cfg)               # one in flight already
+    u = m.step(s, ("crash", 1))
+    assert not may_enable(NEEDS["crash"], shape(u), (2,), m.cfg)                    # the one crash is spent
+    assert may_enable(NEEDS["restart"], shape(u), (1,), m.cfg)

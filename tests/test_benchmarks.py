@@ -49,3 +49,31 @@ def test_targets_are_judged_on_the_figures_given():
     assert "2 workers 1.54x one worker" in lines[4] and lines[4].endswith("NOT met")
     runs[("kip279", False, 2)] = fig(1.0, 53_098)                         # a count that differs fails
     assert run.targets(runs, tlc, 2)[0].endswith("NOT met")
+
+
+RF3 = os.path.join(ROOT, "benchmarks", "rf3.py")
+
+
+def test_rf3_prints_a_row_per_run_and_leaves_no_temp_folder(tmp_path):
+    env = dict(os.environ, TMPDIR=str(tmp_path))
+    out = subprocess.run([sys.executable, RF3, "--rows", "defaults", "--base", "none", "--plain", "--limit", "1"],
+                         capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr
+    [row] = [line for line in out.stdout.splitlines() if line.startswith("defaults ")]
+    cells = row.split()
+    assert cells[1:4] == ["this", "tree", "(plain)"] and cells[4] in ("holds", "stopped")
+    assert int(cells[5].replace(",", "")) > 0           # classes reached
+    assert list(tmp_path.iterdir()) == []                # the temp folder is gone
+
+
+def test_rf3_refuses_an_unknown_row_in_one_line():
+    out = subprocess.run([sys.executable, RF3, "--rows", "crashes-9"], capture_output=True, text=True, timeout=60)
+    assert out.returncode != 0 and out.stderr.strip().splitlines() == [
+        "rf3.py: unknown row 'crashes-9'; choose from " + ", ".join(load_rf3().ROWS) + ", one-fault, two-faults"]
+
+
+def load_rf3():
+    spec = importlib.util.spec_from_file_location("bench_rf3", RF3)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

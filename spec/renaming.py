@@ -81,12 +81,12 @@ def rename(s: State, perm: Perm) -> State:
         out.append(_new(Replica, rep))
     c = s.controller
     leader = c.leader if c.leader == UNDEFINED else perm[c.leader]
-    return _new(State, (_new(tuple, out),
+    return _new(State, (tuple(out),
                         _new(type(c), (leader, c.epoch, mask[c.isr], mask[c.live],
                                        move(c.broker_epochs) if c.broker_epochs else (),
                                        mask[c.elr], mask[c.last_known_elr])),
-                        _new(tuple, [_renamed_message(inflight[r], perm) for r in inv]),
-                        _new(tuple, [_renamed_message(stale[r], perm) for r in inv]), s.history))
+                        tuple([_renamed_message(inflight[r], perm) for r in inv]),
+                        tuple([_renamed_message(stale[r], perm) for r in inv]), s.history))
 
 
 def _renamed_message(msg: Message, perm: Perm):

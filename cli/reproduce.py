@@ -76,20 +76,28 @@ def _load_trace(path: Path) -> dict:
     return doc
 
 
-def _releases_for(doc: dict, versions) -> list:
+def _releases_for(doc: dict, versions, zookeeper: bool = False) -> list:
+    """The clusters to run: the releases asked (the newest of the trace's mode by default), each on
+    ZooKeeper with ``zookeeper`` (``spec.releases.on_zookeeper``)."""
+    from hwcheck.spec.releases import on_zookeeper
     mode = doc["#meta"]["hwcheck"]["config"]["mode"]
     if not versions:
         rel = newest_of(mode)
         if rel is None:
-            fail(f"mode {mode} has no pinned release in the releases table (hwcheck modes lists them)")
-        return [rel]
+            fail(f"mode {mode} has no pinned release in the releases table (hwcheck modes lists them); "
+                 f"name one with --kafka")
+        versions = [rel.version]
     out = []
     for v in versions:
         try:
-            out.append(find_release(v))
+            rel = find_release(v)
         except UnknownRelease as e:
             covers = ", ".join(r.version for r in releases_of(mode)) or "no pinned release"
             fail(f"{e} (the trace's mode {mode} covers {covers})")
+        try:
+            out.append(on_zookeeper(rel) if zookeeper else rel)
+        except UnknownRelease as e:
+            fail(str(e))
     return out
 
 
@@ -185,7 +193,9 @@ def load_reproductions(path: Path):
 @switch("--proxy/--no-proxy",
         help="place every Fetch and OffsetsForLeaderEpoch through the replication proxy; "
                    "default: where the trace needs a message held")
-def reproduce(trace_file, versions, elr, keep, as_json, run_all, check_releases: bool, wait, proxy):
+@click.option("--zookeeper", is_flag=True,
+              help="run a 3.6-3.9 release on ZooKeeper, predicted by its mode's ZooKeeper variant (kafka15583-zk)")
+def reproduce(trace_file, versions, elr, keep, as_json, run_all, check_releases: bool, wait, proxy, zookeeper):
     """Run a counterexample on a real Kafka cluster (brokers from Maven Central's jars, on
     127.0.0.1) and compare every checkpoint with the model's state.
 
@@ -207,7 +217,7 @@ def reproduce(trace_file, versions, elr, keep, as_json, run_all, check_releases:
         for rep in load_reproductions(Path("pyproject.toml")):
             doc = _load_trace(Path(rep.trace))
             for version in rep.expect:
-                jobs.append((rep.name, doc, find_release(version), rep.elr, rep, rep.proxy))
+                jobs.append((rep.name, doc, rep.release(version), rep.elr, rep, rep.proxy))
     else:
         if trace_file is None:
             fail("give a TRACE, --all or --check-releases")
@@ -220,7 +230,7 @@ def reproduce(trace_file, versions, elr, keep, as_json, run_all, check_releases:
                          False)
             except PlanError as e:
                 fail(f"{trace_file}: {e}")
-        jobs = [(trace_file.name, doc, rel, elr, None, proxy) for rel in _releases_for(doc, versions)]
+        jobs = [(trace_file.name, doc, rel, elr, None, proxy) for rel in _releases_for(doc, versions, zookeeper)]
     results, code = [], EXIT_HOLDS
     for name, doc, rel, entry_elr, row, entry_proxy in jobs:
         outcome = run_one(doc, rel, entry_elr, keep, as_json, wait, entry_proxy if proxy is None else proxy)

@@ -192,7 +192,7 @@ class Cluster:
             self._write(ctl, self._broker_props(ctl))
         if self.proxied:
             from .proxy import Proxies
-            self.proxies = Proxies(self.pids)
+            self.proxies = Proxies(self.pids, journal=self.root / "proxy.log")
         for i in range(self.replicas):
             b = self.nodes[f"r{i}"] = Node(f"r{i}", i, self.root / f"r{i}", free_port())
             b.home.mkdir()

@@ -156,6 +156,52 @@ class Client:
                 raise ClusterError(f"the partition did not reach leader r0 with a full ISR in {timeout:.0f} s")
             time.sleep(0.1)
 
+    def read(self, r: int) -> list:
+        """What a consumer reads from broker ``r`` now: (offset, record) of every record below its HW
+        (wire.consume); WireError where r does not lead or cannot be asked."""
+        from . import wire
+        from .observe import _record
+        return [(off, _record(value)) for off, value in wire.consume("127.0.0.1", self.cluster.broker(r).port, TOPIC)]
+
+    def create_keeper(self, follower: int, leader: int, timeout: float = 60.0) -> str:
+        """A partition of one record led by ``leader`` alone, which ``follower`` joins later
+        (``add_follower``): it keeps the follower's fetcher thread towards the leader alive
+        (cluster/plan.py ``keepers``). Returns its topic."""
+        from . import wire
+        _, admin = _confluent()
+        topic = keeper_topic(follower, leader)
+        self.admin.create_topics([admin.NewTopic(topic, num_partitions=1, replica_assignment=[[leader]])])[topic].result(timeout)
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                wire.produce("127.0.0.1", self.cluster.broker(leader).port, topic, b"keeper", 1, 10000, legacy=False)
+                return topic
+            except wire.WireError:
+                if time.monotonic() > deadline:
+                    raise ClusterError(f"{topic}: r{leader} did not take its record in {timeout:.0f} s") from None
+                time.sleep(0.2)
+
+    def add_follower(self, follower: int, leader: int, timeout: float = 30.0) -> None:
+        """Reassign the keeper partition of (follower, leader) to [leader, follower], as an operator
+        would (AlterPartitionReassignments to the controller; ``KafkaController
+        .onPartitionReassignment`` @3.9.0 sends the follower a LeaderAndIsr), and wait until the
+        follower has created its replica (``ReplicaManager.makeFollowers``, which then adds it to
+        its fetcher thread towards the leader). The reassignment stays in progress while the
+        follower is out of the partition's ISR, so a second one cannot go through the
+        ``/admin/reassign_partitions`` znode: the controller watches only its creation
+        (``PartitionReassignmentHandler.handleCreation`` @3.9.0)."""
+        from . import wire
+        topic = keeper_topic(follower, leader)
+        ctl = self.cluster.nodes["controller"]
+        wire.reassign("127.0.0.1", ctl.port, topic, [leader, follower], timeout)
+        replica = self.cluster.broker(follower).data / f"{topic}-0"
+        deadline = time.monotonic() + timeout
+        while not replica.exists():
+            if time.monotonic() > deadline:
+                raise ClusterError(f"r{follower} did not follow {topic} within {timeout:.0f} s")
+            time.sleep(0.1)
+        time.sleep(0.5)                   # past makeFollowers' addFetcherForPartitions
+
     def _registered(self) -> int:
         """How many of the partition's brokers (ids 0..n-1: not the ZooKeeper controller's broker)
         the cluster's metadata lists; 0 while brokers starting answer with partial metadata."""
@@ -206,3 +252,8 @@ class Client:
                 if time.monotonic() > deadline:
                     raise ClusterError(f"the controller did not take the preferred election within {timeout:.0f} s")
                 time.sleep(0.1)
+
+
+def keeper_topic(follower: int, leader: int) -> str:
+    """The keeper partition's topic of one (follower, leader) link."""
+    return f"{TOPIC}-keeper-{follower}-{leader}"

@@ -81,7 +81,13 @@ def batches(segment: Path) -> Iterator[Batch]:
     truncates as corrupt. CRCs are not checked. A magic 0/1 entry (message format of 0.10,
     ``LegacyRecord``: crc int32, magic int8, attributes int8, magic 1's timestamp int64, key,
     value) is read as a batch of one record at epoch -1: that format carries no leader epoch."""
-    data = segment.read_bytes()
+    return batches_in(segment.read_bytes(), segment)
+
+
+def batches_in(data: bytes, where: object = "a Fetch answer") -> Iterator[Batch]:
+    """The whole batches of ``data`` (a segment's bytes, or the records of a Fetch answer, which
+    ends where the broker's size limit cut it: a partial last batch is left out, as a consumer
+    does); ``where`` names it in an error."""
     pos = 0
     while pos + HEADER_SIZE_UP_TO_MAGIC <= len(data):
         base, length, epoch, magic = struct.unpack_from(">qiib", data, pos)
@@ -93,7 +99,7 @@ def batches(segment: Path) -> Iterator[Batch]:
             pos += size
             continue
         if magic != 2:
-            raise DiskError(f"{segment}: batch at byte {pos} has magic {magic}; only magics 0, 1 and 2 are read")
+            raise DiskError(f"{where}: batch at byte {pos} has magic {magic}; only magics 0, 1 and 2 are read")
         if LOG_OVERHEAD + length < BATCH_HEADER.size:
             return
         fields = BATCH_HEADER.unpack_from(data, pos)

@@ -39,6 +39,8 @@ PLACED = {
     "controlled_shutdown": "terminate",          # SIGTERM: KafkaServer.controlledShutdown
     "controlled_shutdown_leader": "terminate",   # the same; the controller picks the next leader itself
     "elect_preferred": "elect_preferred",        # Admin.electLeaders(PREFERRED)
+    "session_expire": "expire_session",          # ZooKeeper: SIGSTOP until its session expired and the
+                                                 # controller took its leadership, then SIGCONT
 }
 
 # with the replication proxy (cluster/proxy.py) the fetch path is placed too: every Fetch and
@@ -52,12 +54,14 @@ PROXIED = {
     "follower_handle_epoch_response": "deliver_response",
     "reject_request": "reject",                         # released; the leader's error answer released too
     "leader_handle_stale_fetch": "deliver_stale",       # a Fetch whose sender went away, released to the leader
+    # an answer the old leader's fetcher thread waited for across a leader change (KAFKA-18991),
+    # released to the follower: the thread is kept alive meanwhile by a keeper partition (keepers)
+    "follower_handle_old_response": "deliver_response",
 }
 
 # steps no process-level action can place or wait for (a knob, or a message the proxy cannot keep)
 UNSUPPORTED = {
     "flush": "needs the flushed point moved on command: not supported yet",
-    "session_expire": "needs a ZooKeeper session expired on command: not supported yet",
     "session_expire_leader": "needs a broker's heartbeats stopped on command: not supported yet",
     "leader_handle_stale_fetch": "needs a Fetch delivered after its sender's connection closed: run it with --proxy",
     "reject_request": "needs one Fetch held: run it with --proxy",
@@ -91,6 +95,14 @@ class Step:
     # leads by its own state (it applies a LeaderAndIsr after the controller's decision, which is
     # what a checkpoint sees), or a Fetch sent before would meet a broker that does not lead yet
     to_leader: bool = False
+    # after this step (a leader's answer now held at the proxy), a keeper partition led by the
+    # leader starts to be followed by the follower: (follower, leader); see ``keepers``
+    keeper: Tuple[int, ...] = ()
+    # an answer the follower takes from a leader it follows again (follower_handle_old_response):
+    # released once the follower holds the partition as a follower at the controller's epoch, or
+    # the answer would meet a fetcher thread without the partition (ZooKeeper: the broker hears of
+    # its new office only after it registered again)
+    to_follower: bool = False
 
     @property
     def placed(self) -> bool:
@@ -152,6 +164,7 @@ def compile_trace(states: Sequence[State], labels: Sequence[str], proxied: bool 
             step.empty_cache = action == "send_fetch" and not states[i - 1].replicas[args[0]].epoch_cache
             step.to_leader = (action.startswith("leader_handle_")
                               and states[i - 1].replicas[step.link[1]].role == LEADER)
+            step.to_follower = action == "follower_handle_old_response"
         steps.append(step)
     for k, step in enumerate(steps):
         nxt = steps[k + 1] if k + 1 < len(steps) else None
@@ -167,12 +180,45 @@ def _message_of(states: Sequence[State], i: int, action: str, args: Tuple[int, .
     """(follower, leader) and the Kafka API of the message a fetch-path step sends or delivers: the
     message in flight after a send, before a delivery."""
     f = args[-1]
-    if action == "leader_handle_stale_fetch":
+    if action in ("leader_handle_stale_fetch", "follower_handle_old_response"):
         return (f, states[i - 1].stale[f].leader), "Fetch"
     msg = states[i].inflight[f] if action.startswith("send_") else states[i - 1].inflight[f]
     kind = msg.kind
     api = "Fetch" if kind in (FETCH, FETCH_RESPONSE) else "OffsetsForLeaderEpoch"
     return (f, msg.leader), api
+
+
+def keepers(states: Sequence[State], labels: Sequence[str]) -> dict:
+    """Where a trace needs a follower's fetcher thread to outlive its last partition: step index ->
+    (follower, leader). Before KAFKA-18991's fix an answer of an old leader epoch waits in the
+    fetcher thread towards that leader (the model's ``stale`` FetchResponse) while the follower
+    leads or follows another broker, and is applied if the follower comes back to that leader at
+    the same fetch offset (``AbstractFetcherThread.processFetchRequest`` @3.9.0). Kafka keeps a
+    thread only while it has a partition to fetch (``AbstractFetcherManager
+    .shutdownIdleFetcherThreads`` after every LeaderAndIsr, ``ReplicaManager.becomeLeaderOrFollower``
+    @3.9.0), so the harness gives it one: right after the leader answered (the answer held at the
+    proxy, the thread waiting for it), the follower is added, by a partition reassignment, to a
+    partition of one record led by that leader alone; the follower cannot catch up on it while the
+    proxy holds its fetches, so it stays out of that partition's ISR, and a ZooKeeper leader's
+    session expiry leaves the partition leaderless on the follower's thread rather than moving it
+    (``ReplicaManager.makeFollowers`` @3.9.0 keeps a partition whose new leader is not alive).
+
+    >>> from hwcheck.checker.trace import load_itf, replay
+    >>> done = replay(load_itf(open("counterexamples/kafka15583-zk-kafka-18991-old-epoch-response.itf.json").read()))
+    >>> keepers(done.trace.states, [done.model.format_label(l) for l in done.trace.labels])
+    {10: (0, 1), 15: (1, 0)}
+    """
+    out = {}
+    for i in range(1, len(states)):
+        for f, (before, after) in enumerate(zip(states[i - 1].stale, states[i].stale)):
+            if not after or after == before or after.kind != FETCH_RESPONSE:
+                continue
+            link = (f, after.leader)
+            answered = [j for j in range(1, i + 1)
+                        if parse_label(labels[j - 1]) == ("leader_handle_fetch", (after.leader, f))]
+            if answered:
+                out[answered[-1]] = link
+    return out
 
 
 def _checkpoint_after(steps: List[Step], k: int) -> int:

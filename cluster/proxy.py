@@ -43,6 +43,7 @@ import struct
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable, Dict, List, Optional
 
 FETCH = 1
@@ -165,6 +166,10 @@ class Link:
 
     def __init__(self, proxy: "Proxy", client: socket.socket, server: socket.socket, follower: Optional[int]):
         self.proxy, self.client, self.server, self.follower = proxy, client, server, follower
+        try:
+            self.port = client.getpeername()[1]         # the follower's side, as brokers' logs name it
+        except OSError:
+            self.port = 0
         self.requests: Dict[int, tuple] = {}       # correlation id -> (api_key, api_version)
         self.closed = threading.Event()
         self.orphaned = False                      # the follower's side is gone; a stale request waits
@@ -172,6 +177,10 @@ class Link:
                                          name=f"hwcheck-proxy-r{proxy.leader}-up"),
                         threading.Thread(target=self._pump, args=(RESPONSE,), daemon=True,
                                          name=f"hwcheck-proxy-r{proxy.leader}-down")]
+
+    def __repr__(self) -> str:
+        f = "?" if self.follower is None else f"r{self.follower}"
+        return f"link {f}->r{self.proxy.leader} (port {self.port})"
 
     def start(self) -> None:
         for t in self.threads:
@@ -184,6 +193,8 @@ class Link:
             while not self.closed.is_set():
                 data = read_frame(src)
                 if data is None:
+                    side = "follower" if direction == REQUEST else "leader"
+                    self.proxy.owner.note(f"the {side}'s side of {self!r} ended")
                     break
                 frame = self._frame(direction, data)
                 if direction == RESPONSE and self.orphaned:
@@ -283,8 +294,12 @@ class Proxies:
     ``pids()`` returns broker id -> the process id of that broker now (to tell followers apart).
     """
 
-    def __init__(self, pids: Callable[[], Dict[int, int]]):
+    def __init__(self, pids: Callable[[], Dict[int, int]], journal: Optional[Path] = None):
         self.pids = pids
+        # evidence: every connection opened and closed, every message held, released or dropped,
+        # one line each with the time (the brokers' logs say what they did with them)
+        self.journal = journal
+        self._journal_lock = threading.Lock()
         self.proxies: Dict[int, Proxy] = {}
         self.links: List[Link] = []
         self.held: List[Frame] = []
@@ -312,6 +327,13 @@ class Proxies:
             time.sleep(0.01)
         return None
 
+    def note(self, text: str) -> None:
+        if self.journal is None:
+            return
+        stamp = time.strftime("%H:%M:%S", time.localtime()) + f".{int(time.time() * 1000) % 1000:03d}"
+        with self._journal_lock, open(self.journal, "a") as out:
+            out.write(f"{stamp} {text}\n")
+
     # ------------------------------------------------------------ the pumps' side
 
     def adopt(self, link: Link) -> bool:
@@ -319,9 +341,11 @@ class Proxies:
             if self.closing:
                 return False
             self.links.append(link)
-            return True
+        self.note(f"open {link!r}")
+        return True
 
     def forget(self, link: Link) -> None:
+        self.note(f"close {link!r}")
         with self.cond:
             if link in self.links:
                 self.links.remove(link)
@@ -339,6 +363,7 @@ class Proxies:
                 return not self.closing
             self.held.append(frame)
             self.cond.notify_all()
+        self.note(f"hold {frame!r} on {frame.link!r}")
         sender = frame.link.client if frame.direction == REQUEST else frame.link.server
         while not frame.released.wait(0.05):
             if not frame.orphan and _closed_by_peer(sender):
@@ -346,8 +371,10 @@ class Proxies:
                     continue
                 # the sender gave up the connection (a fetcher stopped, a broker died): what it
                 # sent on it dies with it, as on a real network
+                self.note(f"sender closed {frame.link!r}: {frame!r} dies with it")
                 frame.link.close()
                 return False
+        self.note(("dropped " if frame.dropped else "pass ") + repr(frame))
         return not frame.dropped
 
     def _may_orphan(self, frame: Frame) -> bool:

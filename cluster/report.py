@@ -69,6 +69,17 @@ class Reproduction(NamedTuple):
     # controller before the broker's unfencing (the race's other order, Outcome.assigned_first):
     # then the cluster takes the model's path and agrees with it throughout
     assigned_first: Dict[str, str] = {}
+    zookeeper: bool = False         # run a 3.x KRaft row's release on ZooKeeper (spec.releases.on_zookeeper)
+
+    def release(self, version: str):
+        """The cluster the row runs for ``version``: the releases table's, or on ZooKeeper.
+
+        >>> parse_reproductions({"x": {"trace": "t", "expect": {"3.9.0": "kept"}, "zookeeper": True}})[0].release("3.9.0").metadata
+        'zookeeper'
+        """
+        from hwcheck.spec.releases import on_zookeeper
+        rel = release(version)
+        return on_zookeeper(rel) if self.zookeeper else rel
 
     def expected(self, version: str, assigned_first: Optional[bool] = None) -> Tuple[str, Optional[int]]:
         """What the row expects of ``version``'s cluster: its outcome, and the step from which it
@@ -88,7 +99,8 @@ class TableError(ValueError):
     pass
 
 
-OUTCOMES = {"lost": "violated", "violated": "violated", "fenced-leader": "violated", "diverged": "violated", "kept": "kept"}
+OUTCOMES = {"lost": "violated", "violated": "violated", "fenced-leader": "violated", "diverged": "violated",
+            "replaced": "violated", "kept": "kept"}
 
 
 def parse_reproductions(table: dict) -> List[Reproduction]:
@@ -97,7 +109,8 @@ def parse_reproductions(table: dict) -> List[Reproduction]:
     finding: the step from which that release's cluster parts from the model) and ``proxy`` (run
     the fetch path through the replication proxy; default: where the trace needs a message held) and
     ``assigned_first = {"4.1.1" = "lost"}`` (that release's outcome when a replaced disk's directory
-    is assigned before the broker is unfenced, a race: ``Reproduction.expected``).
+    is assigned before the broker is unfenced, a race: ``Reproduction.expected``) and ``zookeeper``
+    (run 3.x releases of the table's KRaft rows on ZooKeeper, ``spec.releases.on_zookeeper``).
 
     >>> parse_reproductions({"x": {"trace": "t.itf.json", "expect": {"3.9.1": "lost"}}})[0].expect
     {'3.9.1': 'violated'}
@@ -106,7 +119,8 @@ def parse_reproductions(table: dict) -> List[Reproduction]:
     for name, entry in table.items():
         if not isinstance(entry, dict) or "trace" not in entry or "expect" not in entry:
             raise TableError(f"reproduce.{name}: needs trace and expect")
-        unknown = set(entry) - {"trace", "expect", "elr", "description", "disagrees", "proxy", "assigned_first"}
+        unknown = set(entry) - {"trace", "expect", "elr", "description", "disagrees", "proxy", "assigned_first",
+                                "zookeeper"}
         if unknown:
             raise TableError(f"reproduce.{name}: unknown key(s) {', '.join(sorted(unknown))}")
         expect = _outcomes(name, entry["expect"])
@@ -120,8 +134,18 @@ def parse_reproductions(table: dict) -> List[Reproduction]:
         proxy = entry.get("proxy")
         if proxy is not None and not isinstance(proxy, bool):
             raise TableError(f"reproduce.{name}: proxy is true or false")
-        out.append(Reproduction(name, entry["trace"], expect, entry.get("elr"), dict(disagrees), proxy,
-                                assigned_first))
+        zookeeper = entry.get("zookeeper", False)
+        if not isinstance(zookeeper, bool):
+            raise TableError(f"reproduce.{name}: zookeeper is true or false")
+        row = Reproduction(name, entry["trace"], expect, entry.get("elr"), dict(disagrees), proxy, assigned_first,
+                           zookeeper)
+        if zookeeper:
+            try:
+                for version in expect:
+                    row.release(version)
+            except UnknownRelease as e:
+                raise TableError(f"reproduce.{name}: {e}") from None
+        out.append(row)
     return out
 
 

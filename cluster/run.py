@@ -14,7 +14,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, List, Optional, Tuple
+from typing import Callable, List, NamedTuple, Optional, Tuple
 
 from hwcheck.checker.trace import differential, replay
 from hwcheck.spec.releases import ELR_NONE, Release
@@ -22,11 +22,11 @@ from hwcheck.spec.releases import ELR_NONE, Release
 from . import disk, wire
 from .brokers import TOPIC, Cluster, ClusterError, Timing
 from .observe import View, compare, model_acked, observe
-from .plan import Plan, PlanError, compile_trace, needs_proxy
+from .plan import Plan, PlanError, compile_trace, keepers, needs_proxy
 from .proxy import OFFSETS_FOR_LEADER_EPOCH, REQUEST, RESPONSE, FETCH, ProxyError
 
 # the invariants whose breach a client of the real cluster can see
-JUDGED = ("NoCommittedDataLoss", "LeaderUnfenced", "NoLogDivergence")
+JUDGED = ("NoCommittedDataLoss", "LeaderUnfenced", "NoLogDivergence", "ConsumerConsistency")
 FETCH_SETTLE = 0.6         # seconds: past replica.fetch.wait.max.ms (100 ms) with a margin
 POLL = 0.1                 # seconds between two looks at the cluster while waiting for a checkpoint
 AHEAD_STABLE = 4.0         # seconds a state ahead of the model must hold (past replica.lag.time.max.ms x 1.5)
@@ -39,6 +39,8 @@ PROXIED_TIMING = Timing(lag=20000)
 MESSAGE_WAIT = 30.0        # seconds the proxy waits for a message Kafka sends by itself
 NEXT_REQUEST = 2.0         # seconds to wait for the follower's next request after it got an answer
 LEADING_WAIT = 15.0        # seconds to wait for a broker to lead by its own state before a request reaches it
+FOLLOWING_WAIT = 30.0      # seconds to wait for a broker to follow by its own state before an old answer reaches it
+EXPIRY_WAIT = 60.0         # seconds a paused ZooKeeper broker may take to lose its session and its leadership
 APIS = {"Fetch": FETCH, "OffsetsForLeaderEpoch": OFFSETS_FOR_LEADER_EPOCH}
 
 
@@ -120,10 +122,34 @@ class Outcome:
     # KRaft from 3.7, a disk the trace replaced: whether the broker's AssignReplicasToDirs named
     # its new directory before the controller unfenced it (``disk_assigned_first``); None otherwise
     assigned_first: Optional[bool] = None
+    # ConsumerConsistency: what a consumer read from the leader after each checkpoint (``Reading``)
+    readings: List["Reading"] = field(default_factory=list)
 
     @property
     def agrees(self) -> bool:
         return self.real == self.prediction.outcome and self.first_difference is None
+
+
+class Reading(NamedTuple):
+    """What a consumer read from broker ``broker`` after step ``step``: (offset, record) below its HW."""
+    step: int
+    broker: int
+    records: Tuple[Tuple[int, int], ...]
+
+
+def _read(client, view: Optional[View], step: int, readings: List[Reading], log) -> None:
+    """A consumer reads the partition from the leader the cluster names (ConsumerConsistency is
+    about what consumers saw): nothing when there is none, or it refuses (not leading yet)."""
+    if view is None or view.leader is None or view.leader < 0 or not view.replicas[view.leader].alive:
+        return
+    try:
+        got = tuple(client.read(view.leader))
+    except wire.WireError as e:
+        log(f"  a consumer could not read from r{view.leader} after step {step}: {e}")
+        return
+    if not readings or readings[-1][1:] != (view.leader, got):
+        log(f"  a consumer reads from r{view.leader}: " + (", ".join(f"{rec}@{off}" for off, rec in got) or "nothing"))
+    readings.append(Reading(step, view.leader, got))
 
 
 class Interrupted(Exception):
@@ -143,8 +169,9 @@ def cluster_mode(release: Release, elr: Optional[bool]) -> Tuple[str, Optional[b
     """(the mode that predicts, the ELR feature to format with) for a cluster of ``release`` with
     ``elr`` asked (None: the release's mode's): formatted without ELR, a 4.x cluster follows its
     mode without ELR (spec.modes.without_elr)."""
-    from hwcheck.spec.modes import MODES, without_elr
-    mode = MODES[release.mode]
+    from hwcheck.spec.config import resolve_mode
+    from hwcheck.spec.modes import without_elr
+    mode = resolve_mode(release.mode).definition      # a derived mode too: kafka15583-zk for 3.9.0 on ZooKeeper
     use_elr = _elr_setting(release, mode.elr, elr)
     return (without_elr(mode).name if use_elr is False and mode.elr else mode.name), use_elr
 
@@ -177,6 +204,7 @@ def run(doc: dict, release: Release, lib: Path, *, elr: Optional[bool] = None, k
     mode, use_elr = cluster_mode(release, elr)
     prediction = predict(doc, mode)
     plan = plan_for(prediction, invariant, proxy)
+    _plan_keepers(doc, plan, release)
     outcome = Outcome(release, prediction, proxied=plan.proxied)
     started = time.monotonic()
     cluster = Cluster(release, lib, cfg["replicas"], min_isr=cfg["min_isr"],
@@ -186,13 +214,17 @@ def run(doc: dict, release: Release, lib: Path, *, elr: Optional[bool] = None, k
     step_no, stopped = 0, False
     try:
         with cluster:
-            from .client import Client
+            from .client import Client, keeper_topic
             if plan.proxied:
                 cluster.proxies.gate()          # from the first Fetch on, nothing replicates unless a step says so
                 # a Fetch the model hands to its leader after its sender went away waits at the proxy
                 cluster.proxies.keep_stale = any(s.do == "deliver_stale" for s in plan.steps)
             with Client(cluster, acks=cfg["acks"], wire=plan.proxied) as client:
                 client.create_topic(cfg["min_isr"], cfg["unclean_election"])
+                for step in plan.steps:
+                    if step.keeper:
+                        log(f"keeper partition {client.create_keeper(*step.keeper)}: led by r{step.keeper[1]} alone, "
+                            f"r{step.keeper[0]} joins it after step {step.index}")
                 states = prediction.states
                 ckpts = plan.checkpoints()
                 outcome.rows.append(_checkpoint(cluster, client, states, 0, _next(ckpts, 0), "init", use_elr, wait, log,
@@ -228,10 +260,16 @@ def run(doc: dict, release: Release, lib: Path, *, elr: Optional[bool] = None, k
                             break
                         for f in step.resume_after:
                             cluster.resume(f)
+                        if step.keeper:
+                            client.add_follower(*step.keeper)
+                            log(f"  r{step.keeper[0]} follows {keeper_topic(*step.keeper)}: its fetcher thread "
+                                f"towards r{step.keeper[1]} outlives the partition's next leader change")
                     if step.checkpoint:
                         row = _checkpoint(cluster, client, states, step.index, _next(ckpts, step.index),
                                           step.label, use_elr, wait, log, last=step is plan.steps[-1],
                                           model=prediction.model, plan=plan)
+                        if invariant == "ConsumerConsistency":
+                            _read(client, row.view, step.index, outcome.readings, log)
                     else:
                         row = Row(step.index, step.label, states[step.index], None, [])
                     outcome.rows.append(row)
@@ -242,9 +280,19 @@ def run(doc: dict, release: Release, lib: Path, *, elr: Optional[bool] = None, k
                     label = doc["states"][prediction.refused_at]["#meta"]["action"]
                     log(f"step {step_no} {label}: refused by mode {prediction.mode}; watching {wait:.0f} s that "
                         f"Kafka {release.version} does not take it")
-                    client.sleep(wait)
-                    view = observe(cluster, client.acked)
-                    outcome.rows.append(Row(step_no, f"{label} (refused)", None, view, []))
+                    before = observe(cluster, client.acked)
+                    differences = []
+                    if plan.proxied and _offer_refused(cluster, doc, prediction.refused_at, log):
+                        client.sleep(wait)
+                        view = observe(cluster, client.acked)
+                        differences = [f"r{r} took the step: its log {_log_text(a)} -> {_log_text(b)}"
+                                       for r, (a, b) in enumerate(zip(before.replicas, view.replicas)) if a.log != b.log]
+                    else:
+                        client.sleep(wait)
+                        view = observe(cluster, client.acked)
+                    outcome.rows.append(Row(step_no, f"{label} (refused)", None, view, differences))
+                    if differences and outcome.first_difference is None:
+                        outcome.first_difference = step_no
                 final = outcome.rows[-1].view or observe(cluster, client.acked)
                 if plan.proxied:
                     # the judged HWs come from each broker's replication-offset-checkpoint: let it be
@@ -253,9 +301,11 @@ def run(doc: dict, release: Release, lib: Path, *, elr: Optional[bool] = None, k
                     final = observe(cluster, client.acked)
                 for r in range(cluster.replicas):
                     cluster.resume(r)
+                if invariant == "ConsumerConsistency":
+                    _read(client, final, outcome.rows[-1].index, outcome.readings, log)
                 if cluster.proxies is not None:
                     cluster.proxies.gate(False)
-                outcome.real, outcome.verdict = judge(invariant, final, cluster, release)
+                outcome.real, outcome.verdict = judge(invariant, final, cluster, release, outcome.readings)
                 outcome.assigned_first = disk_assigned_first(cluster, plan)
     except KeyboardInterrupt:
         outcome.seconds = time.monotonic() - started
@@ -263,6 +313,45 @@ def run(doc: dict, release: Release, lib: Path, *, elr: Optional[bool] = None, k
     outcome.seconds = time.monotonic() - started
     outcome.evidence = keep
     return outcome
+
+
+def _plan_keepers(doc: dict, plan: Plan, release: Release) -> None:
+    """Mark the steps after which a keeper partition keeps a follower's fetcher thread alive
+    (cluster/plan.py ``keepers``), from the trace's own states: the same schedule on every release,
+    the one whose mode refuses the old answer included."""
+    labels = [s["#meta"]["action"] for s in doc["states"][1:]]
+    wanted = keepers(replay(doc).trace.states, labels)
+    if not wanted:
+        return
+    if not plan.proxied:
+        raise PlanError("the trace delivers an answer of an old leader epoch: run it with --proxy")
+    if release.metadata != "zookeeper":
+        raise PlanError(f"the trace delivers an answer of an old leader epoch, which needs a ZooKeeper leader's "
+                        f"session expiry to keep its fetcher thread: run Kafka {release.version} on ZooKeeper "
+                        f"(--zookeeper, 3.9.x and older)")
+    for step in plan.steps:
+        step.keeper = wanted.get(step.index, ())
+
+
+def _offer_refused(cluster: Cluster, doc: dict, at: int, log) -> bool:
+    """With the proxy, a refused fetch-path step is still offered to the cluster: a refused
+    ``follower_handle_old_response`` releases the held answer of the old leader epoch, which the
+    fixed release must discard (``AbstractFetcherThread.processFetchRequest`` @3.9.1 compares its
+    request's current leader epoch). False where the step is not such a message."""
+    from .plan import parse_label
+    action, args = parse_label(doc["states"][at]["#meta"]["action"])
+    if action != "follower_handle_old_response":
+        return False
+    f = args[-1]
+    l = replay(doc).trace.states[at - 1].stale[f].leader
+    response = cluster.proxies.wait_held(RESPONSE, f, l, FETCH, MESSAGE_WAIT)
+    cluster.proxies.release(response)
+    log(f"  r{l}'s answer of an old leader epoch released to r{f} (#{response.correlation_id})")
+    return True
+
+
+def _log_text(log) -> str:
+    return "[" + " ".join(f"{rec}@{epoch}" for rec, epoch in log) + "]" if log else "[·]"
 
 
 def _before_pause(cluster, client, step, target, wait, log) -> None:
@@ -370,6 +459,8 @@ def _place(cluster: Cluster, client, step, log) -> None:
         _restart(cluster, r)
     elif step.do == "elect_preferred":
         client.elect_preferred()
+    elif step.do == "expire_session":
+        _expire_session(cluster, r, log)
     elif step.do in MESSAGE_STEPS:
         _message_step(cluster, step, log)
     else:
@@ -385,6 +476,8 @@ def _message_step(cluster: Cluster, step, log) -> None:
     (f, l), api, proxies = step.link, APIS[step.api], cluster.proxies
     if step.to_leader:
         _await_leading(cluster, l, log)
+    if step.to_follower:
+        _await_following(cluster, f, l, log)
     if step.do == "deliver_stale":
         request = proxies.wait_held(REQUEST, f, l, api, MESSAGE_WAIT, stale=True)
         proxies.release(request)
@@ -414,6 +507,7 @@ def _message_step(cluster: Cluster, step, log) -> None:
             return
     else:
         response = proxies.wait_held(RESPONSE, f, l, api, MESSAGE_WAIT)
+        log(f"  r{l}'s answer to r{f}'s {step.api} #{response.correlation_id} released")
     proxies.release(response)
     try:
         proxies.wait_held(REQUEST, f, l, None, NEXT_REQUEST)
@@ -438,6 +532,54 @@ def _await_leading(cluster: Cluster, r: int, log) -> None:
         time.sleep(POLL)
     if waited:
         log(f"  waited for r{r} to apply the LeaderAndIsr naming it leader")
+
+
+def _expire_session(cluster: Cluster, r: int, log, timeout: float = EXPIRY_WAIT) -> None:
+    """ZooKeeper: broker r's session expires while its process lives. SIGSTOP keeps it from
+    heartbeating; ZooKeeper expires the session after zookeeper.session.timeout.ms and deletes its
+    registration, the controller handles it as a broker failure (``KafkaController
+    .onBrokerFailure`` @3.9.0: its leaderships go to the live ISR); then SIGCONT, and the broker
+    registers again with a new session by itself (``KafkaZkClient.registerBroker`` after
+    ``ZooKeeperClient`` reinitializes), as the model's ``register`` follows."""
+    from .observe import registration, zookeeper_view
+    t0 = time.monotonic()
+    cluster.pause(r)
+    try:
+        while registration(cluster, r) is not None or _zk_leader(zookeeper_view(cluster)) == r:
+            if time.monotonic() - t0 > timeout:
+                raise ClusterError(f"r{r}'s ZooKeeper session did not expire, or the controller kept it leader, "
+                                   f"within {timeout:.0f} s")
+            time.sleep(POLL)
+    finally:
+        cluster.resume(r)
+    log(f"  r{r}'s session expired and the controller moved its leadership after {time.monotonic() - t0:.1f} s; "
+        f"r{r} resumed")
+
+
+def _zk_leader(view) -> Optional[int]:
+    return None if view is None else view.leader
+
+
+def _await_following(cluster: Cluster, f: int, l: int, log) -> None:
+    """Until broker f holds the partition as a follower of l at the epoch the controller gave it
+    (``wire.follows_at``), at most FOLLOWING_WAIT seconds, then past ``ReplicaManager.makeFollowers``'
+    ``addFetcherForPartitions`` (it follows the epoch's change at once): an answer released earlier
+    meets a fetcher thread that does not fetch the partition and is dropped (seen on 3.9.0: r0,
+    resumed after its session expired, had not registered again yet). If that never happens in
+    time, the answer goes anyway and the next checkpoint tells."""
+    from .observe import controller_view, zookeeper_view
+    deadline = time.monotonic() + FOLLOWING_WAIT
+    while True:
+        view = zookeeper_view(cluster) if not cluster.kraft else controller_view(cluster)
+        if view is not None and view.leader == l and wire.follows_at("127.0.0.1", cluster.broker(f).port, TOPIC,
+                                                                     view.leader_epoch):
+            time.sleep(FETCH_SETTLE)
+            log(f"  r{f} follows r{l} at epoch {view.leader_epoch} by its own state")
+            return
+        if time.monotonic() > deadline:
+            log(f"  r{f} did not follow r{l} by its own state within {FOLLOWING_WAIT:.0f} s; the answer goes anyway")
+            return
+        time.sleep(POLL)
 
 
 def _restart_zookeeper(cluster: Cluster, r: int, timeout: float, log=lambda m: None) -> None:
@@ -556,12 +698,14 @@ def disk_assigned_first(cluster: Cluster, plan: Plan) -> Optional[bool]:
     return all(seen[b] == now[b] for b in replaced)
 
 
-def judge(invariant: str, v: View, cluster: Cluster, release: Release) -> Tuple[str, str]:
+def judge(invariant: str, v: View, cluster: Cluster, release: Release, readings=()) -> Tuple[str, str]:
     """The real verdict from what clients saw, in one line (no invariant: a conformance walk,
-    judged by its checkpoints alone)."""
+    judged by its checkpoints alone; ConsumerConsistency: by what consumers read, ``readings``)."""
     name = f"Kafka {release.version}"
     if invariant is None:
         return "kept", f"walked: the cluster was observed after every step on {name}"
+    if invariant == "ConsumerConsistency":
+        return replaced_read(readings, name)
     if invariant == "LeaderUnfenced" and cluster is not None and cluster.kraft:
         from . import metadata_log
         seen = metadata_log.fenced_leaders(cluster.nodes["controller"].data, TOPIC, 0)
@@ -592,3 +736,27 @@ def judge(invariant: str, v: View, cluster: Cluster, release: Release) -> Tuple[
             return "violated", f"lost: record {rec}, acknowledged at offset {off}, is gone on {name}"
     what = ", ".join(f"record {r}" for r in sorted(v.acked)) or "nothing"
     return "kept", f"kept: {what} acknowledged, still on the leader r{v.leader} on {name}"
+
+
+def replaced_read(readings, name: str) -> Tuple[str, str]:
+    """ConsumerConsistency as consumers saw it: a record read at an offset, and another record
+    read there later (from any leader).
+
+    >>> replaced_read([Reading(19, 1, ((0, 0),)), Reading(29, 1, ((0, 1),))], "Kafka 3.9.0")
+    ('violated', 'replaced: record 0, read at offset 0 from r1 after step 19, is record 1 there (read from r1 after step 29) on Kafka 3.9.0')
+    >>> replaced_read([Reading(19, 1, ((0, 0),)), Reading(20, 1, ((0, 0), (1, 1)))], "Kafka 3.9.1")
+    ('kept', 'kept: every record consumers read (offsets 0-1) stayed at its offset on Kafka 3.9.1')
+    """
+    first = {}
+    for reading in readings:
+        for off, rec in reading.records:
+            seen = first.setdefault(off, (rec, reading))
+            if seen[0] != rec:
+                then = seen[1]
+                return "violated", (f"replaced: record {seen[0]}, read at offset {off} from r{then.broker} after step "
+                                    f"{then.step}, is record {rec} there (read from r{reading.broker} after step "
+                                    f"{reading.step}) on {name}")
+    if not first:
+        return "kept", f"kept: consumers read nothing on {name}"
+    where = "offset 0" if max(first) == 0 else f"offsets 0-{max(first)}"
+    return "kept", f"kept: every record consumers read ({where}) stayed at its offset on {name}"

@@ -36,7 +36,8 @@ ERRORS = {
     -1: "UNKNOWN_SERVER_ERROR", 3: "UNKNOWN_TOPIC_OR_PARTITION", 5: "LEADER_NOT_AVAILABLE",
     6: "NOT_LEADER_OR_FOLLOWER", 7: "REQUEST_TIMED_OUT", 9: "REPLICA_NOT_AVAILABLE",
     17: "INVALID_TOPIC_EXCEPTION", 29: "TOPIC_AUTHORIZATION_FAILED", 35: "UNSUPPORTED_VERSION",
-    42: "INVALID_REQUEST", 72: "LISTENER_NOT_FOUND",
+    41: "NOT_CONTROLLER", 42: "INVALID_REQUEST", 72: "LISTENER_NOT_FOUND", 74: "FENCED_LEADER_EPOCH",
+    75: "UNKNOWN_LEADER_EPOCH",
 }
 
 # Partition errors that still come with the partition's state: KRaftMetadataCache.getPartitionMetadata
@@ -400,6 +401,46 @@ def leads(host: str, port: int, topic: str, timeout: float = 2.0) -> bool:
         return False
 
 
+OFFSETS_FOR_LEADER_EPOCH = 23
+NOT_LEADER_OR_FOLLOWER = 6
+
+
+def offsets_for_leader_epoch_request(topic: str, current_epoch: int, correlation_id: int) -> bytes:
+    """OffsetsForLeaderEpoch v3 (2.3+; 4.x serves v2 up, KIP-896): ReplicaId -1 (a client),
+    [Topic [Partition 0, CurrentLeaderEpoch, LeaderEpoch]] asking of the current epoch itself."""
+    body = (int32(-1) + int32(1) + string(topic) + int32(1)
+            + int32(0) + int32(current_epoch) + int32(current_epoch))
+    return request_header(OFFSETS_FOR_LEADER_EPOCH, 3, correlation_id, flexible=False) + body
+
+
+def decode_offsets_for_leader_epoch(data: bytes, correlation_id: int | None = None) -> int:
+    """The error code of partition 0's answer (v3 response: ThrottleTimeMs, [Topic [ErrorCode,
+    Partition, LeaderEpoch, EndOffset]])."""
+    r = response_reader(data, correlation_id, flexible=False)
+    r.int32()
+    for _ in range(r.int32()):
+        r.string()
+        for _ in range(r.int32()):
+            return r.int16()
+    raise WireError("the OffsetsForLeaderEpoch response names no partition")
+
+
+def follows_at(host: str, port: int, topic: str, epoch: int, timeout: float = 2.0) -> bool:
+    """Whether the broker at ``port`` holds partition 0 of ``topic`` as a follower at leader epoch
+    ``epoch`` by its own state: a client's OffsetsForLeaderEpoch passes the epoch check first
+    (UNKNOWN_LEADER_EPOCH while the broker's epoch is older, FENCED_LEADER_EPOCH once newer), then
+    only a leader answers (``Partition.lastOffsetForLeaderEpoch`` -> ``getLocalLog(..,
+    requireLeader = true)`` @3.9.0): NOT_LEADER_OR_FOLLOWER is a follower at that epoch. A broker
+    that cannot be asked does not follow."""
+    request = offsets_for_leader_epoch_request(topic, epoch, 1)
+    try:
+        with _connect(host, port, timeout) as sock:
+            return _io(host, port, "OffsetsForLeaderEpoch",
+                       lambda: decode_offsets_for_leader_epoch(exchange(sock, request), 1)) == NOT_LEADER_OR_FOLLOWER
+    except WireError:
+        return False
+
+
 # --- producing: one record, one request, no retry ------------------------------------------------
 
 PRODUCE = 0
@@ -499,3 +540,105 @@ class ProduceRefused(WireError):
     def __init__(self, code: int):
         super().__init__(error_name(code))
         self.code = code
+
+
+# --- consuming: what a consumer reads from a leader ------------------------------------------------
+
+FETCH = 1
+
+
+def fetch_request(topic: str, offset: int, correlation_id: int, max_bytes: int = 1 << 20) -> bytes:
+    """Fetch v4 (0.11+; 4.x serves v4 up, KIP-896) as a consumer: ReplicaId -1, MaxWaitMs 0, MinBytes
+    0, MaxBytes, IsolationLevel 0 (read uncommitted: everything below the HW), [Topic [Partition 0,
+    FetchOffset, PartitionMaxBytes]]."""
+    body = (int32(-1) + int32(0) + int32(0) + int32(max_bytes) + int8(0)
+            + int32(1) + string(topic) + int32(1) + int32(0) + struct.pack(">q", offset) + int32(max_bytes))
+    return request_header(FETCH, 4, correlation_id, flexible=False) + body
+
+
+def decode_fetch(data: bytes, correlation_id: int | None = None) -> tuple[int, int, bytes]:
+    """(error code, high watermark, records) of partition 0's answer (Fetch v4 response:
+    ThrottleTimeMs, [Topic [Partition, ErrorCode, HighWatermark, LastStableOffset,
+    [AbortedTransaction], Records]])."""
+    r = response_reader(data, correlation_id, flexible=False)
+    r.int32()                                     # throttle time
+    for _ in range(r.int32()):
+        r.string()
+        for _ in range(r.int32()):
+            r.int32()
+            error, hw = r.int16(), r.int64()
+            r.int64()                             # last stable offset
+            r.array(lambda: (r.int64(), r.int64()))
+            size = r.int32()
+            return error, hw, r.take(size) if size > 0 else b""
+    raise WireError("the Fetch response names no partition")
+
+
+def consume(host: str, port: int, topic: str, timeout: float = 5.0) -> list[tuple[int, bytes]]:
+    """What a consumer reads from the broker at ``port``: (offset, value) of every record of
+    partition 0 below its HW, from offset 0 (a leader serves a consumer up to its HW,
+    ``Partition.fetchRecords`` -> ``readRecords(.., FetchHighWatermark)`` @3.9.0). A broker that does
+    not lead answers an error: WireError."""
+    from . import disk
+    out: list[tuple[int, bytes]] = []
+    with _connect(host, port, timeout) as sock:
+        while True:
+            error, hw, records = _io(host, port, "Fetch",
+                                     lambda: decode_fetch(exchange(sock, fetch_request(topic, len(out), 1)), 1))
+            if error:
+                raise WireError(f"Fetch refused: {error_name(error)}")
+            got = [(off, value) for batch in disk.batches_in(records) if not batch.attributes & disk.CONTROL_FLAG
+                   for off, value in disk.records(batch) if off >= len(out)]
+            out += [(off, value) for off, value in got if off < hw]
+            if not got or len(out) >= hw:
+                return out
+
+
+# --- reassigning: a partition's replicas changed as an operator would ----------------------------
+
+ALTER_PARTITION_REASSIGNMENTS = 45
+
+
+def alter_partition_reassignments_request(topic: str, replicas: list[int], correlation_id: int,
+                                          timeout_ms: int = 30000) -> bytes:
+    """AlterPartitionReassignments v0 (flexible, KIP-455, 2.4+): TimeoutMs, Topics [Name, Partitions
+    [PartitionIndex 0, Replicas]] (``AlterPartitionReassignmentsRequest.json`` @3.9.0)."""
+    replica_array = uvarint(len(replicas) + 1) + b"".join(int32(r) for r in replicas)
+    partitions = uvarint(1 + 1) + int32(0) + replica_array + NO_TAGS
+    topics = uvarint(1 + 1) + compact_string(topic) + partitions + NO_TAGS
+    return request_header(ALTER_PARTITION_REASSIGNMENTS, 0, correlation_id, flexible=True) + int32(timeout_ms) + topics + NO_TAGS
+
+
+def decode_alter_partition_reassignments(data: bytes, correlation_id: int | None = None) -> int:
+    """The first error code of the answer (its top level, else partition 0's), 0 for none."""
+    r = response_reader(data, correlation_id, flexible=True)
+    r.int32()                                     # throttle time
+    error = r.int16()
+    r.compact_string()
+    if error:
+        return error
+
+    def part():
+        r.int32()
+        code = r.int16()
+        r.compact_string()
+        r.skip_tags()
+        return code
+
+    def top():
+        r.compact_string()
+        codes = r.compact_array(part)
+        r.skip_tags()
+        return codes
+    return next((c for codes in r.compact_array(top) or [] for c in codes or [] if c), 0)
+
+
+def reassign(host: str, port: int, topic: str, replicas: list[int], timeout: float = 30.0) -> None:
+    """Reassign partition 0 of ``topic`` to ``replicas`` through the broker at ``port``, which must
+    be the active controller in ZooKeeper mode (``KafkaController.alterPartitionReassignments``
+    @3.9.0 answers NOT_CONTROLLER elsewhere); WireError if refused."""
+    with _connect(host, port, timeout) as sock:
+        error = _io(host, port, "AlterPartitionReassignments", lambda: decode_alter_partition_reassignments(
+            exchange(sock, alter_partition_reassignments_request(topic, replicas, 1, int(timeout * 1000))), 1))
+    if error:
+        raise WireError(f"AlterPartitionReassignments refused: {error_name(error)}")

@@ -96,6 +96,31 @@ RELEASES: Tuple[Release, ...] = (
 
 
 
+# the ZooKeeper server the 3.6-3.9 rows' broker artifacts depend on (their POMs: 3.6.2, 3.7.2, 3.9.0,
+# 3.9.1), which the harness runs from the release's own jars
+ZOOKEEPER_OF_KRAFT_ROWS = "3.8.4"
+
+
+def on_zookeeper(rel: Release) -> Release:
+    """A KRaft row of 3.6-3.9 run as a ZooKeeper cluster (``hwcheck reproduce --zookeeper``): its
+    mode is ``spec.modes.zookeeper`` of the row's, by name (``kafka15583-zk`` for 3.9.0); a
+    ZooKeeper row is returned as it is. UnknownRelease for 4.x, which has no ZooKeeper mode.
+
+    >>> on_zookeeper(release("3.9.0"))
+    Release(version='3.9.0', mode='kafka15583-zk', metadata='zookeeper', elr='none', scala='2.13', zookeeper='3.8.4')
+    >>> on_zookeeper(release("3.4.0")) == release("3.4.0")
+    True
+    """
+    from .modes import MODES, zookeeper as zookeeper_of
+    if rel.metadata == ZOOKEEPER:
+        return rel
+    if rel.key() > version_key(ZOOKEEPER_UNTIL):
+        raise UnknownRelease(f"--zookeeper: Kafka {rel.version} has no ZooKeeper mode (4.0 removed it, KIP-833); "
+                             "ZooKeeper clusters run 3.9.x and older")
+    zk = zookeeper_of(MODES[rel.mode])
+    return rel._replace(mode=zk.name if zk is not None else rel.mode, metadata=ZOOKEEPER, elr=ELR_NONE,
+                        zookeeper=ZOOKEEPER_OF_KRAFT_ROWS)
+
 class Line(NamedTuple):
     """The releases one mode covers, first to last (``Mode.kafka`` as versions), and where their
     metadata lives."""

@@ -41,7 +41,7 @@ def main() -> int:
         for version, expected in row.expect.items():
             if args.kafka and version not in args.kafka:
                 continue
-            rel = release(version)
+            rel = row.release(version)
             lib = jars.resolve(f"kafka-{rel.version}", artifacts(rel))
             outcomes, diffs, secs = Counter(), Counter(), []
             for _ in range(args.runs):

@@ -148,10 +148,14 @@ class Client:
                                config={"min.insync.replicas": str(min_isr),
                                        "unclean.leader.election.enable": str(unclean).lower()})
         self.admin.create_topics([topic])[TOPIC].result(timeout)
+        ck, _ = _confluent()
         while True:
-            p = self.admin.list_topics(TOPIC, timeout=5).topics[TOPIC].partitions.get(0)
-            if p is not None and p.leader == 0 and sorted(p.isrs) == list(range(n)) and self._ready(n):
-                return
+            try:
+                p = self.admin.list_topics(TOPIC, timeout=5).topics[TOPIC].partitions.get(0)
+                if p is not None and p.leader == 0 and sorted(p.isrs) == list(range(n)) and self._ready(n):
+                    return
+            except ck.KafkaException:
+                pass                # a metadata request that failed in transport (seen once on 3.9.1): ask again
             if time.monotonic() > deadline:
                 raise ClusterError(f"the partition did not reach leader r0 with a full ISR in {timeout:.0f} s")
             time.sleep(0.1)

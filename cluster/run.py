@@ -344,6 +344,7 @@ def _offer_refused(cluster: Cluster, doc: dict, at: int, log) -> bool:
         return False
     f = args[-1]
     l = replay(doc).trace.states[at - 1].stale[f].leader
+    _await_following(cluster, f, l, log)          # as the step would be placed (plan.Step.to_follower)
     response = cluster.proxies.wait_held(RESPONSE, f, l, FETCH, MESSAGE_WAIT)
     cluster.proxies.release(response)
     log(f"  r{l}'s answer of an old leader epoch released to r{f} (#{response.correlation_id})")

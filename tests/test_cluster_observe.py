@@ -301,3 +301,83 @@ def test_a_checkpoint_read_mid_rewrite_is_retried_once(tmp_path, monkeypatch):
     path.write_text("0\n2\nhw 0")
     with pytest.raises(disk.DiskError, match="malformed checkpoint"):
         disk.offset_checkpoint(path)
+
+
+# --- a consumer, a follower's epoch, a reassignment: the KAFKA-18991 row's requests -----------------
+
+def _batch_at(offset: int, value: bytes) -> bytes:
+    """A one-record batch moved to ``offset`` (the base offset is outside the batch's CRC)."""
+    return struct.pack(">q", offset) + wire.record_batch(value, 0)[8:]
+
+
+def fetch_v4_response(error: int, hw: int, records: bytes) -> bytes:
+    """Fetch v4: correlation id, ThrottleTimeMs, [Topic [Partition, ErrorCode, HighWatermark,
+    LastStableOffset, [AbortedTransaction], Records]]."""
+    return (wire.int32(0) + wire.int32(0) + wire.int32(1) + wire.string("hw") + wire.int32(1) + wire.int32(0)
+            + wire.int16(error) + struct.pack(">qq", hw, hw) + wire.int32(0) + wire.int32(len(records)) + records)
+
+
+def test_a_consumer_reads_only_below_the_leaders_hw():
+    broker = FakeBroker({wire.FETCH: fetch_v4_response(0, 1, _batch_at(0, b"0") + _batch_at(1, b"1"))})
+    assert wire.consume("127.0.0.1", broker.port, "hw") == [(0, b"0")]
+    broker.close()
+    assert broker.asked == [(wire.FETCH, 4)]
+
+
+def test_a_consumer_refused_by_a_broker_that_does_not_lead_is_an_error():
+    broker = FakeBroker({wire.FETCH: fetch_v4_response(6, -1, b"")})
+    with pytest.raises(WireError, match="NOT_LEADER_OR_FOLLOWER"):
+        wire.consume("127.0.0.1", broker.port, "hw")
+    broker.close()
+
+
+def offsets_for_leader_epoch_v3_response(error: int) -> bytes:
+    return (wire.int32(0) + wire.int32(0) + wire.int32(1) + wire.string("hw") + wire.int32(1)
+            + wire.int16(error) + wire.int32(0) + wire.int32(-1) + struct.pack(">q", -1))
+
+
+@pytest.mark.parametrize("error, follows", [(6, True), (75, False), (74, False), (0, False)])
+def test_a_broker_follows_at_an_epoch_when_it_answers_not_leader_at_that_epoch(error, follows):
+    """NOT_LEADER_OR_FOLLOWER (6) after the epoch check passed; UNKNOWN_LEADER_EPOCH (75) while the
+    broker's epoch is older, FENCED_LEADER_EPOCH (74) once newer; an answer (0) from a leader."""
+    broker = FakeBroker({wire.OFFSETS_FOR_LEADER_EPOCH: offsets_for_leader_epoch_v3_response(error)})
+    assert wire.follows_at("127.0.0.1", broker.port, "hw", 3) is follows
+    broker.close()
+    assert broker.asked == [(wire.OFFSETS_FOR_LEADER_EPOCH, 3)]
+
+
+def test_the_offsets_for_leader_epoch_request_asks_of_the_current_epoch_as_a_client():
+    r = wire.Reader(wire.offsets_for_leader_epoch_request("hw", 3, 9))
+    assert (r.int16(), r.int16(), r.int32(), r.string()) == (23, 3, 9, "hwcheck")
+    assert (r.int32(), r.int32(), r.string(), r.int32(), r.int32(), r.int32(), r.int32()) == (-1, 1, "hw", 1, 0, 3, 3)
+
+
+def alter_partition_reassignments_response(top: int, partition: int) -> bytes:
+    """v0 (flexible, header v1): correlation id, tags, ThrottleTimeMs, ErrorCode, ErrorMessage,
+    [Name, [PartitionIndex, ErrorCode, ErrorMessage, tags], tags], tags."""
+    part = wire.int32(0) + wire.int16(partition) + wire.compact_string(None) + wire.NO_TAGS
+    topic = wire.compact_string("hw") + wire.uvarint(2) + part + wire.NO_TAGS
+    return (wire.int32(0) + wire.NO_TAGS + wire.int32(0) + wire.int16(top) + wire.compact_string(None)
+            + wire.uvarint(2) + topic + wire.NO_TAGS)
+
+
+@pytest.mark.parametrize("top, partition, error", [(0, 0, None), (41, 0, "NOT_CONTROLLER"), (0, 3, "UNKNOWN_TOPIC")])
+def test_a_reassignment_is_refused_in_one_line(top, partition, error):
+    broker = FakeBroker({wire.ALTER_PARTITION_REASSIGNMENTS: alter_partition_reassignments_response(top, partition)})
+    if error is None:
+        wire.reassign("127.0.0.1", broker.port, "hw", [1, 0])
+    else:
+        with pytest.raises(WireError, match=error):
+            wire.reassign("127.0.0.1", broker.port, "hw", [1, 0])
+    broker.close()
+    assert broker.asked == [(wire.ALTER_PARTITION_REASSIGNMENTS, 0)]
+
+
+def test_the_reassignment_request_names_the_new_replicas():
+    r = wire.Reader(wire.alter_partition_reassignments_request("hw", [1, 0], 9, 5000))
+    assert (r.int16(), r.int16(), r.int32(), r.string()) == (45, 0, 9, "hwcheck")
+    r.skip_tags()
+    assert r.int32() == 5000
+    topics = r.compact_array(lambda: (r.compact_string(), r.compact_array(
+        lambda: (r.int32(), r.compact_array(r.int32), r.skip_tags())[:2]), r.skip_tags())[:2])
+    assert topics == [("hw", [(0, [1, 0])])]

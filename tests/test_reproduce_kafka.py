@@ -47,7 +47,7 @@ def _stderr_until(proc, marker: str, timeout: float = 120) -> str:
 @pytest.mark.parametrize("row, version", CASES, ids=[f"{r.name}-{v}" for r, v in CASES])
 def test_reproduction(row, version, kafka_lib, tmp_path):
     doc = load_itf((ROOT / row.trace).read_text())
-    rel = release(version)
+    rel = row.release(version)
     outcome = run(doc, rel, kafka_lib(version), elr=row.elr, keep=tmp_path / "evidence", proxy=row.proxy)
     from hwcheck.cluster.report import step_table
     table = step_table(outcome)

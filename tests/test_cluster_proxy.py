@@ -6,6 +6,7 @@ import os
 import socket
 import struct
 import threading
+import time
 
 import pytest
 
@@ -192,3 +193,27 @@ def test_the_harness_orphans_a_held_fetch_and_the_follower_sees_a_disconnection(
     assert proxies.wait_held(REQUEST, 1, 0, FETCH, timeout=5, stale=True) is held
     proxies.gate(False)                            # nobody delivered it: it is lost
     assert held.link.closed.wait(5) and broker.seen == [] and held.dropped
+
+
+def test_the_journal_says_what_was_held_and_released_and_when_a_side_closed(tmp_path):
+    broker = Broker()
+    journal = tmp_path / "proxy.log"
+    with Proxies(lambda: {1: os.getpid()}, journal=journal) as proxies:
+        client = socket.create_connection(("127.0.0.1", proxies.add(0, broker.port)), timeout=5)
+        proxies.gate()
+        client.sendall(request(FETCH, 7))
+        proxies.release(proxies.wait_held(REQUEST, 1, 0, FETCH, timeout=5))
+        proxies.release(proxies.wait_held(RESPONSE, 1, 0, FETCH, timeout=5))
+        assert read_frame(client)[8:] == b"answer"
+        client.close()
+        deadline = time.monotonic() + 5
+        while "close link" not in journal.read_text() and time.monotonic() < deadline:
+            time.sleep(0.05)
+    broker.close()
+    lines = [line.split(" ", 1)[1] for line in journal.read_text().splitlines()]
+    port = lines[0].rsplit("port ", 1)[1].rstrip(")")
+    assert lines[:5] == [f"open link r1->r0 (port {port})",
+                         f"hold Fetch request r1->r0 #7 on link r1->r0 (port {port})", "pass Fetch request r1->r0 #7",
+                         f"hold Fetch response r0->r1 #7 on link r1->r0 (port {port})", "pass Fetch response r0->r1 #7"]
+    assert f"the follower's side of link r1->r0 (port {port}) ended" in lines
+    assert f"close link r1->r0 (port {port})" in lines

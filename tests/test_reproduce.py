@@ -169,6 +169,46 @@ def test_the_verdict_is_what_the_clients_saw():
         "violated", "diverged: offset 0 holds record 1 on r0 and record 0 on r1, below both HWs, on Kafka 2.6.0")
     assert judge("NoLogDivergence", forked._replace(replicas=(forked.replicas[0], forked.replicas[1]._replace(hw=0))),
                  None, rel("2.6.0"))[0] == "kept"
+    from hwcheck.cluster.run import Reading
+    read = [Reading(20, 1, ((0, 0),)), Reading(26, 0, ()), Reading(29, 1, ((0, 1),))]
+    assert judge("ConsumerConsistency", gone, None, rel("3.9.0"), read) == (
+        "violated", "replaced: record 0, read at offset 0 from r1 after step 20, is record 1 there (read from r1 "
+                    "after step 29) on Kafka 3.9.0")
+    assert judge("ConsumerConsistency", gone, None, rel("3.9.1"), read[:2])[0] == "kept"
+    assert judge("ConsumerConsistency", gone, None, rel("3.9.1"), [])[1] == "kept: consumers read nothing on Kafka 3.9.1"
+
+
+def test_kafka_18991s_trace_expires_a_session_and_keeps_fetcher_threads_for_its_old_answers():
+    """Step 16 is a ZooKeeper session expiry; the answers of steps 10 and 15 wait across a leader
+    change each, on a thread a keeper partition keeps (added right after each answer), and go to
+    their follower once it follows that leader again (steps 21 and 26)."""
+    from hwcheck.cluster.run import _plan_keepers
+    from hwcheck.spec.releases import on_zookeeper
+    doc = _doc("kafka15583-zk-kafka-18991-old-epoch-response")
+    done = replay(doc)
+    plan = compile_trace(done.trace.states, [s["#meta"]["action"] for s in doc["states"][1:]], proxied=True)
+    _plan_keepers(doc, plan, on_zookeeper(release("3.9.0")))
+    steps = {s.index: s for s in plan.steps}
+    assert steps[16].do == "expire_session" and steps[16].checkpoint is False
+    assert [(i, s.do, s.link, s.to_follower) for i, s in steps.items() if s.action == "follower_handle_old_response"] == [
+        (21, "deliver_response", (0, 1), True), (26, "deliver_response", (1, 0), True)]
+    assert {i: s.keeper for i, s in steps.items() if s.keeper} == {10: (0, 1), 15: (1, 0)}
+    # the fixed release's mode refuses step 21, and its plan keeps the same keepers up to there
+    p = predict(doc, cluster_mode(on_zookeeper(release("3.9.1")), None)[0])
+    assert p.refused_at == 21 and p.outcome == "kept"
+
+
+@pytest.mark.parametrize("version, proxied, says", [
+    ("3.9.0", True, "run Kafka 3.9.0 on ZooKeeper (--zookeeper, 3.9.x and older)"),
+    ("3.4.0", False, "the trace delivers an answer of an old leader epoch: run it with --proxy"),
+])
+def test_a_trace_with_old_answers_needs_zookeeper_and_the_proxy(version, proxied, says):
+    from hwcheck.cluster.run import _plan_keepers
+    doc = _doc("kafka15583-zk-kafka-18991-old-epoch-response")
+    plan = compile_trace(replay(doc).trace.states, [s["#meta"]["action"] for s in doc["states"][1:]], proxied=True)
+    plan.proxied = proxied
+    with pytest.raises(PlanError, match=re.escape(says)):
+        _plan_keepers(doc, plan, release(version))
 
 
 def test_the_reproductions_table_parses_and_its_traces_replay():
@@ -181,7 +221,7 @@ def test_the_reproductions_table_parses_and_its_traces_replay():
         compile_trace(done.trace.states, [s["#meta"]["action"] for s in doc["states"][1:]], proxied=row.proxy is True)
         for version, expected in row.expect.items():
             if version not in row.disagrees:       # a known disagreement is documented in docs/results.md
-                mode, _ = cluster_mode(release(version), row.elr)
+                mode, _ = cluster_mode(row.release(version), row.elr)
                 assert predict(doc, mode).outcome == expected, (row.name, version)
 
 
@@ -189,6 +229,10 @@ def test_the_reproductions_table_parses_and_its_traces_replay():
     ((), "give a TRACE, --all or --check-releases"),
     ((str(CX / "kip380-unclean-loss.itf.json"), "--kafka", "3.5.1"), "Kafka 3.5.1 is not in the releases table"),
     ((str(CX / "kip380-unclean-loss.itf.json"), "--kafka", "x"), "is not a Kafka version"),
+    ((str(CX / "kafka15583-zk-kafka-18991-old-epoch-response.itf.json"), "--kafka", "4.1.1", "--zookeeper"),
+     "--zookeeper: Kafka 4.1.1 has no ZooKeeper mode"),
+    ((str(CX / "kafka15583-zk-kafka-18991-old-epoch-response.itf.json"),),
+     "mode kafka15583-zk has no pinned release in the releases table"),
     (("missing.itf.json",), "missing.itf.json"),
 ])
 def test_bad_input_is_one_line(args, says, tmp_path):
@@ -294,3 +338,18 @@ def test_listening_ports_are_below_the_ephemeral_range():
     low = _ephemeral_low()
     assert all(PORTS_FROM <= free_port() < low for _ in range(50))
     assert _ephemeral_low("/nonexistent") == 32768
+
+
+def test_the_zookeeper_kafka_18991_trace_is_the_kafka13141_one_searched_on_from_step_15():
+    """counterexamples/README.md's derivation, run again: the file is the checker's, not edited."""
+    from hwcheck.checker.bfs import bfs
+    from hwcheck.checker.result import Trace
+    from hwcheck.checker.trace import StartingAt, differential, to_itf, trace_config
+    doc = _doc("kafka13141-kafka-18991-old-epoch-response")
+    model = Model(trace_config(doc, mode="kafka15583-zk"))
+    prefix = differential(doc, "kafka15583-zk").trace
+    states, labels = list(prefix.states[:16]), list(prefix.labels[:15])
+    found = bfs(StartingAt(model, states[-1]), only=["ConsumerConsistency"]).violations[0]
+    trace = Trace(states + list(found.states[1:]), labels + list(found.labels), found.invariant)
+    assert json.dumps(to_itf(model, trace), indent=1) + "\n" == (
+        CX / "kafka15583-zk-kafka-18991-old-epoch-response.itf.json").read_text()

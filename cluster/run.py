@@ -278,12 +278,18 @@ def run(doc: dict, release: Release, lib: Path, *, elr: Optional[bool] = None, k
                 if prediction.refused_at is not None and not stopped:
                     step_no = prediction.refused_at
                     label = doc["states"][prediction.refused_at]["#meta"]["action"]
-                    log(f"step {step_no} {label}: refused by mode {prediction.mode}; watching {wait:.0f} s that "
-                        f"Kafka {release.version} does not take it")
+                    log(f"step {step_no} {label}: refused by mode {prediction.mode}; watching that Kafka "
+                        f"{release.version} does not take it (up to {wait:.0f} s)")
                     before = observe(cluster, client.acked)
                     differences = []
                     if plan.proxied and _offer_refused(cluster, doc, prediction.refused_at, log):
-                        client.sleep(wait)
+                        # the follower's next request says its fetcher thread has handled the answer
+                        try:
+                            cluster.proxies.wait_held(REQUEST, *_refused_link(doc, prediction.refused_at), None, wait)
+                            log("  its next request came: the answer is handled")
+                            client.sleep(FETCH_SETTLE)
+                        except ProxyError:
+                            pass                    # none in ``wait`` seconds: the thread gave it up, or hangs
                         view = observe(cluster, client.acked)
                         differences = [f"r{r} took the step: its log {_log_text(a)} -> {_log_text(b)}"
                                        for r, (a, b) in enumerate(zip(before.replicas, view.replicas)) if a.log != b.log]
@@ -339,16 +345,23 @@ def _offer_refused(cluster: Cluster, doc: dict, at: int, log) -> bool:
     fixed release must discard (``AbstractFetcherThread.processFetchRequest`` @3.9.1 compares its
     request's current leader epoch). False where the step is not such a message."""
     from .plan import parse_label
-    action, args = parse_label(doc["states"][at]["#meta"]["action"])
+    action, _ = parse_label(doc["states"][at]["#meta"]["action"])
     if action != "follower_handle_old_response":
         return False
-    f = args[-1]
-    l = replay(doc).trace.states[at - 1].stale[f].leader
+    f, l = _refused_link(doc, at)
     _await_following(cluster, f, l, log)          # as the step would be placed (plan.Step.to_follower)
     response = cluster.proxies.wait_held(RESPONSE, f, l, FETCH, MESSAGE_WAIT)
     cluster.proxies.release(response)
     log(f"  r{l}'s answer of an old leader epoch released to r{f} (#{response.correlation_id})")
     return True
+
+
+def _refused_link(doc: dict, at: int) -> Tuple[int, int]:
+    """(follower, leader) of the old answer a refused ``follower_handle_old_response`` delivers:
+    the trace's own stale FetchResponse before that step."""
+    from .plan import parse_label
+    f = parse_label(doc["states"][at]["#meta"]["action"])[1][-1]
+    return f, replay(doc).trace.states[at - 1].stale[f].leader
 
 
 def _log_text(log) -> str:

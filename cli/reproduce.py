@@ -151,6 +151,9 @@ def outcome_doc(outcome) -> dict:
             "real": outcome.real, "verdict": outcome.verdict, "agrees": outcome.agrees,
             "first_difference": outcome.first_difference, "seconds": round(outcome.seconds, 1), "proxied": outcome.proxied,
             "assigned_first": outcome.assigned_first,
+            # ConsumerConsistency: what a consumer read from the leader after each checkpoint
+            "readings": [{"step": r.step, "broker": r.broker, "records": [[off, rec] for off, rec in r.records]}
+                         for r in outcome.readings],
             "rows": [{"step": r.index, "action": r.label, "differences": r.differences,
                       "kafka": None if r.view is None else {
                           "leader": r.view.leader, "epoch": r.view.epoch,

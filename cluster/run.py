@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Callable, List, NamedTuple, Optional, Tuple
 
 from hwcheck.checker.trace import differential, replay
-from hwcheck.spec.releases import ELR_NONE, Release
+from hwcheck.spec.releases import ELR_NONE, ZOOKEEPER, Release
 
 from . import disk, wire
 from .brokers import TOPIC, Cluster, ClusterError, Timing
@@ -331,7 +331,7 @@ def _plan_keepers(doc: dict, plan: Plan, release: Release) -> None:
         return
     if not plan.proxied:
         raise PlanError("the trace delivers an answer of an old leader epoch: run it with --proxy")
-    if release.metadata != "zookeeper":
+    if release.metadata != ZOOKEEPER:
         raise PlanError(f"the trace delivers an answer of an old leader epoch, which needs a ZooKeeper leader's "
                         f"session expiry to keep its fetcher thread: run Kafka {release.version} on ZooKeeper "
                         f"(--zookeeper, 3.9.x and older)")

@@ -297,6 +297,9 @@ def test_the_step_table_and_the_json_document_of_an_outcome():
     got = json.loads(json.dumps(outcome_doc(out)))
     assert (got["kafka"], got["predicted"], got["real"], got["agrees"]) == ("3.9.1", "violated", "violated", True)
     assert got["rows"][1]["kafka"]["replicas"][1]["log"] == [[0, 0]] and got["rows"][1]["kafka"]["acked"] == {"0": 0}
+    from hwcheck.cluster.run import Reading
+    out.readings = [Reading(13, 0, ((0, 0),))]
+    assert outcome_doc(out)["readings"] == [{"step": 13, "broker": 0, "records": [[0, 0]]}]
 
 
 def test_the_proxy_is_used_where_a_trace_needs_a_message_held_or_when_asked():

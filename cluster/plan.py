@@ -39,8 +39,9 @@ PLACED = {
     "controlled_shutdown": "terminate",          # SIGTERM: KafkaServer.controlledShutdown
     "controlled_shutdown_leader": "terminate",   # the same; the controller picks the next leader itself
     "elect_preferred": "elect_preferred",        # Admin.electLeaders(PREFERRED)
-    "session_expire": "expire_session",          # ZooKeeper: SIGSTOP until its session expired and the
-                                                 # controller took its leadership, then SIGCONT
+    "session_expire": "expire_session",          # SIGSTOP until its session expired (ZooKeeper) or the
+                                                 # controller fenced it (KRaft) and took its leadership, then SIGCONT
+    "session_expire_leader": "expire_session",   # the same; the KRaft controller elects the next leader itself
 }
 
 # with the replication proxy (cluster/proxy.py) the fetch path is placed too: every Fetch and
@@ -62,7 +63,6 @@ PROXIED = {
 # steps no process-level action can place or wait for (a knob, or a message the proxy cannot keep)
 UNSUPPORTED = {
     "flush": "needs the flushed point moved on command: not supported yet",
-    "session_expire_leader": "needs a broker's heartbeats stopped on command: not supported yet",
     "leader_handle_stale_fetch": "needs a Fetch delivered after its sender's connection closed: run it with --proxy",
     "reject_request": "needs one Fetch held: run it with --proxy",
 }

@@ -331,8 +331,11 @@ class Proxies:
         if self.journal is None:
             return
         stamp = time.strftime("%H:%M:%S", time.localtime()) + f".{int(time.time() * 1000) % 1000:03d}"
-        with self._journal_lock, open(self.journal, "a") as out:
-            out.write(f"{stamp} {text}\n")
+        try:
+            with self._journal_lock, open(self.journal, "a") as out:
+                out.write(f"{stamp} {text}\n")
+        except OSError:
+            pass                # the run's folder already removed: a pump's last words after the cluster stopped
 
     # ------------------------------------------------------------ the pumps' side
 

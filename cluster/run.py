@@ -549,25 +549,42 @@ def _await_leading(cluster: Cluster, r: int, log) -> None:
 
 
 def _expire_session(cluster: Cluster, r: int, log, timeout: float = EXPIRY_WAIT) -> None:
-    """ZooKeeper: broker r's session expires while its process lives. SIGSTOP keeps it from
-    heartbeating; ZooKeeper expires the session after zookeeper.session.timeout.ms and deletes its
+    """Broker r's session expires while its process lives: SIGSTOP keeps it from heartbeating, then
+    SIGCONT once the controller has handled it as failed, and the broker comes back by itself, as the
+    model's ``register`` follows.
+
+    ZooKeeper: ZooKeeper expires the session after zookeeper.session.timeout.ms and deletes its
     registration, the controller handles it as a broker failure (``KafkaController
-    .onBrokerFailure`` @3.9.0: its leaderships go to the live ISR); then SIGCONT, and the broker
-    registers again with a new session by itself (``KafkaZkClient.registerBroker`` after
-    ``ZooKeeperClient`` reinitializes), as the model's ``register`` follows."""
-    from .observe import registration, zookeeper_view
+    .onBrokerFailure`` @3.9.0: its leaderships go to the live ISR); the broker registers again with
+    a new session (``KafkaZkClient.registerBroker`` after ``ZooKeeperClient`` reinitializes).
+    KRaft: the controller fences a broker whose heartbeats stop for broker.session.timeout.ms
+    (``BrokerHeartbeatManager`` session expiry, ``ReplicationControlManager.maybeFenceOneStaleBroker``
+    and ``handleBrokerFenced`` @4.1.1: the fence and the partitions' changes in one batch, so the
+    fence in the controller's metadata log says the leadership moved too); the broker's next
+    heartbeat unfences it in the same broker epoch (``handleBrokerUnfenced``)."""
     t0 = time.monotonic()
     cluster.pause(r)
     try:
-        while registration(cluster, r) is not None or _zk_leader(zookeeper_view(cluster)) == r:
+        while not _session_gone(cluster, r):
             if time.monotonic() - t0 > timeout:
-                raise ClusterError(f"r{r}'s ZooKeeper session did not expire, or the controller kept it leader, "
+                raise ClusterError(f"r{r}'s session did not expire, or the controller kept it leader, "
                                    f"within {timeout:.0f} s")
             time.sleep(POLL)
     finally:
         cluster.resume(r)
     log(f"  r{r}'s session expired and the controller moved its leadership after {time.monotonic() - t0:.1f} s; "
         f"r{r} resumed")
+
+
+def _session_gone(cluster: Cluster, r: int) -> bool:
+    """The controller has handled broker r as failed: KRaft, fenced in its metadata log; ZooKeeper,
+    r's registration gone and r no longer the leader ZooKeeper records."""
+    from .observe import registration, zookeeper_view
+    if cluster.kraft:
+        from . import metadata_log
+        view = metadata_log.controller_view(cluster.nodes["controller"].data, TOPIC, 0)
+        return r in view.fenced and (view.partition is None or view.partition.leader != r)
+    return registration(cluster, r) is None and _zk_leader(zookeeper_view(cluster)) != r
 
 
 def _zk_leader(view) -> Optional[int]:

@@ -111,15 +111,11 @@ def on_zookeeper(rel: Release) -> Release:
     >>> on_zookeeper(release("3.4.0")) == release("3.4.0")
     True
     """
-    from .modes import MODES, zookeeper as zookeeper_of
     if rel.metadata == ZOOKEEPER:
         return rel
-    if rel.key() > version_key(ZOOKEEPER_UNTIL):
-        raise UnknownRelease(f"--zookeeper: Kafka {rel.version} has no ZooKeeper mode (4.0 removed it, KIP-833); "
-                             "ZooKeeper clusters run 3.9.x and older")
-    zk = zookeeper_of(MODES[rel.mode])
-    return rel._replace(mode=zk.name if zk is not None else rel.mode, metadata=ZOOKEEPER, elr=ELR_NONE,
+    return rel._replace(mode=mode_for(rel.version, zookeeper=True)[0], metadata=ZOOKEEPER, elr=ELR_NONE,
                         zookeeper=ZOOKEEPER_OF_KRAFT_ROWS)
+
 
 class Line(NamedTuple):
     """The releases one mode covers, first to last (``Mode.kafka`` as versions), and where their

@@ -5,6 +5,7 @@ first time), not part of a test; the tests themselves touch only the loopback.""
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -104,7 +105,9 @@ def test_a_short_conformance_walk(version, kafka_lib, tmp_path):
     (the 200-step walks are benchmarks/conform.py's, quoted in docs/results.md). Under load the
     ZooKeeper walk once parted at step 17 (a Fetch released to r0 before r0 led by its own state)
     and once hung at step 2 (a controlled shutdown waiting for a held request): the harness waits
-    for the leader (``_await_leading``) and closes a stopping broker's held messages (``_closing_held``)."""
+    for the leader (``_await_leading``) and closes a stopping broker's held messages (``_closing_held``).
+    The 4.4.0 walk draws both KRaft session expiries, each a pause until the controller fenced the
+    broker (broker.session.timeout.ms, 6 s): it timed out when the pause ended at once."""
     kafka_lib(version)
     done = subprocess.run([sys.executable, "-m", "hwcheck.cli", "conform", "--kafka", version, "--seed", "0",
                            "--steps", "30", "--keep", str(tmp_path / "kept")], capture_output=True,
@@ -113,4 +116,10 @@ def test_a_short_conformance_walk(version, kafka_lib, tmp_path):
     assert f"walked: the cluster was observed after every step on Kafka {version} (agrees with the model" in done.stdout
     walk = json.loads((tmp_path / "kept" / "walk-seed-0.itf.json").read_text())
     assert len(walk["states"]) == 31
+    if version == "4.4.0":
+        drawn = {s["#meta"]["action"].split("(")[0] for s in walk["states"][1:]}
+        assert {"session_expire", "session_expire_leader"} <= drawn
+        pauses = [float(p) for p in re.findall(r"session expired and the controller moved its leadership after "
+                                               r"([0-9.]+) s", done.stderr)]
+        assert len(pauses) == 2 and min(pauses) > 3, done.stderr[-2000:]
     assert not _java_processes(str(tmp_path)), "a broker outlived the walk"

@@ -103,6 +103,9 @@ class Step:
     # the answer would meet a fetcher thread without the partition (ZooKeeper: the broker hears of
     # its new office only after it registered again)
     to_follower: bool = False
+    # a Fetch the model's leader handles from a follower the controller holds live: released once
+    # the leader holds it unfenced too (KRaft: a restarted broker fetches before it is unfenced)
+    to_live: bool = False
 
     @property
     def placed(self) -> bool:
@@ -165,6 +168,8 @@ def compile_trace(states: Sequence[State], labels: Sequence[str], proxied: bool 
             step.to_leader = (action.startswith("leader_handle_")
                               and states[i - 1].replicas[step.link[1]].role == LEADER)
             step.to_follower = action == "follower_handle_old_response"
+            step.to_live = (action == "leader_handle_fetch"
+                            and bool(states[i - 1].controller.live >> step.link[0] & 1))
         steps.append(step)
     for k, step in enumerate(steps):
         nxt = steps[k + 1] if k + 1 < len(steps) else None

@@ -490,6 +490,8 @@ def _message_step(cluster: Cluster, step, log) -> None:
     (f, l), api, proxies = step.link, APIS[step.api], cluster.proxies
     if step.to_leader:
         _await_leading(cluster, l, log)
+    if step.to_live and cluster.kraft:
+        _await_unfenced(cluster, f, l, log)
     if step.to_follower:
         _await_following(cluster, f, l, log)
     if step.do == "deliver_stale":
@@ -527,6 +529,32 @@ def _message_step(cluster: Cluster, step, log) -> None:
         proxies.wait_held(REQUEST, f, l, None, NEXT_REQUEST)
     except ProxyError:
         pass                            # no next request (it leads now, or backs off): it applied it anyway
+
+
+def _await_unfenced(cluster: Cluster, f: int, l: int, log) -> None:
+    """KRaft: until leader l's metadata holds follower f alive (``wire.alive_brokers``), at most
+    LEADING_WAIT seconds. A restarted broker registers fenced, starts its fetchers and is unfenced
+    only once it caught up with the metadata log (``BrokerHeartbeatManager``); a leader that
+    handles its Fetch before it heard of the unfence keeps it out of the ISR
+    (``Partition.isReplicaIsrEligible`` @4.1.1: fenced or shutting down), where the model's
+    restart is registered and unfenced in one step (seen on 4.4.0: a walk's Fetch released 19 ms
+    before the unfence, the ISR not expanded). If f is never alive there in time, the request goes
+    anyway and the next checkpoint tells."""
+    deadline = time.monotonic() + LEADING_WAIT
+    waited = False
+    while True:
+        try:
+            if f in wire.alive_brokers("127.0.0.1", cluster.broker(l).port, TOPIC):
+                break
+        except (wire.WireError, OSError):
+            pass
+        if time.monotonic() > deadline:
+            log(f"  r{l} did not hold r{f} alive within {LEADING_WAIT:.0f} s; the request goes anyway")
+            return
+        waited = True
+        time.sleep(POLL)
+    if waited:
+        log(f"  waited for r{l} to hold r{f} unfenced")
 
 
 def _await_leading(cluster: Cluster, r: int, log) -> None:
@@ -574,6 +602,30 @@ def _expire_session(cluster: Cluster, r: int, log, timeout: float = EXPIRY_WAIT)
         cluster.resume(r)
     log(f"  r{r}'s session expired and the controller moved its leadership after {time.monotonic() - t0:.1f} s; "
         f"r{r} resumed")
+    if cluster.kraft:
+        _await_unfenced_everywhere(cluster, r, log)
+
+
+def _await_unfenced_everywhere(cluster: Cluster, r: int, log) -> None:
+    """KRaft: the model's ``register`` after a session expiry is eager (a walk takes it at once), so
+    the next step waits until every other running broker holds r alive again (its heartbeat
+    unfenced it: ``BrokerHeartbeatManager``), at most LEADING_WAIT seconds. Seen on 4.1.1: a
+    produce placed while the leader still held r fenced advanced the HW past r, where the model's
+    leader waits for r, caught up (``Partition.maybeIncrementLeaderHW`` counts an out-of-ISR
+    replica only if its broker is alive)."""
+    deadline = time.monotonic() + LEADING_WAIT
+    others = [i for i, b in enumerate(cluster.brokers()) if i != r and b.running and not b.paused]
+    while True:
+        try:
+            if all(r in wire.alive_brokers("127.0.0.1", cluster.broker(b).port, TOPIC) for b in others):
+                break
+        except (wire.WireError, OSError):
+            pass
+        if time.monotonic() > deadline:
+            log(f"  r{r} not unfenced everywhere within {LEADING_WAIT:.0f} s; the next step goes anyway")
+            return
+        time.sleep(POLL)
+    log(f"  r{r} unfenced again after its next heartbeat")
 
 
 def _session_gone(cluster: Cluster, r: int) -> bool:

@@ -361,6 +361,22 @@ def partition_view(host: str, port: int, topic: str, partition: int = 0, timeout
         return _io(host, port, "metadata request", ask)
 
 
+def decode_alive_brokers(data: bytes, correlation_id: int | None = None) -> frozenset[int]:
+    """The NodeIds of a Metadata v7 response's Brokers: those the broker's metadata holds alive
+    (KRaft: registered and not fenced, ``KRaftMetadataCache.getAliveBrokerNodes``)."""
+    r = response_reader(data, correlation_id, flexible=False)
+    r.int32()                                            # ThrottleTimeMs
+    return frozenset(node for node, _host, _port, _rack in
+                     r.array(lambda: (r.int32(), r.string(), r.int32(), r.string())) or [])
+
+
+def alive_brokers(host: str, port: int, topic: str, timeout: float = 2.0) -> frozenset[int]:
+    """The brokers that the broker at host:port holds alive (a Metadata v7 request)."""
+    with _connect(host, port, timeout) as sock:
+        return _io(host, port, "metadata request",
+                   lambda: decode_alive_brokers(exchange(sock, metadata_request(topic, 1)), 1))
+
+
 # --- leading: whether a broker has applied the LeaderAndIsr that names it -----------------------
 
 LIST_OFFSETS = 2

@@ -42,6 +42,11 @@ def test_metadata_v7_gives_the_same_without_elr():
     assert wire.decode_metadata(METADATA, "hw", 0, correlation_id=2) == HW_0._replace(elr=None, last_known_elr=None)
 
 
+def test_metadata_v7_names_the_brokers_held_alive():
+    assert wire.decode_alive_brokers(METADATA, correlation_id=2) <= {0, 1, 2}
+    assert wire.decode_alive_brokers(METADATA, correlation_id=2)
+
+
 def test_api_versions_of_kafka_4_1():
     versions = wire.decode_api_versions(VERSIONS, correlation_id=1)
     assert versions[wire.API_VERSIONS] == (0, 4)

@@ -491,7 +491,7 @@ def _message_step(cluster: Cluster, step, log) -> None:
     if step.to_leader:
         _await_leading(cluster, l, log)
     if step.to_live and cluster.kraft:
-        _await_unfenced(cluster, f, l, log)
+        _await_unfenced(cluster, f, [l], log)
     if step.to_follower:
         _await_following(cluster, f, l, log)
     if step.do == "deliver_stale":
@@ -531,30 +531,28 @@ def _message_step(cluster: Cluster, step, log) -> None:
         pass                            # no next request (it leads now, or backs off): it applied it anyway
 
 
-def _await_unfenced(cluster: Cluster, f: int, l: int, log) -> None:
-    """KRaft: until leader l's metadata holds follower f alive (``wire.alive_brokers``), at most
-    LEADING_WAIT seconds. A restarted broker registers fenced, starts its fetchers and is unfenced
-    only once it caught up with the metadata log (``BrokerHeartbeatManager``); a leader that
-    handles its Fetch before it heard of the unfence keeps it out of the ISR
-    (``Partition.isReplicaIsrEligible`` @4.1.1: fenced or shutting down), where the model's
-    restart is registered and unfenced in one step (seen on 4.4.0: a walk's Fetch released 19 ms
-    before the unfence, the ISR not expanded). If f is never alive there in time, the request goes
-    anyway and the next checkpoint tells."""
+def _await_unfenced(cluster: Cluster, r: int, holders, log) -> bool:
+    """KRaft: until every broker in ``holders`` holds broker r alive, registered and unfenced
+    (``wire.alive_brokers``), at most LEADING_WAIT seconds; False if that never happened in time
+    (the next step goes anyway and the next checkpoint tells). The model's controller holds a
+    broker live in one step where Kafka unfences it after its registration or its next heartbeat
+    (``BrokerHeartbeatManager``), and each broker hears of it later still: a leader that handled a
+    Fetch of a broker it held fenced kept it out of the ISR (``Partition.isReplicaIsrEligible``
+    @4.1.1; seen on 4.4.0, the Fetch released 19 ms before the unfence), and one that took a produce
+    then moved the HW past it where the model's leader waits for it (``maybeIncrementLeaderHW``
+    counts an out-of-ISR replica only if its broker is alive; seen on 4.1.1)."""
     deadline = time.monotonic() + LEADING_WAIT
-    waited = False
     while True:
         try:
-            if f in wire.alive_brokers("127.0.0.1", cluster.broker(l).port, TOPIC):
-                break
+            if all(r in wire.alive_brokers("127.0.0.1", cluster.broker(b).port, TOPIC) for b in holders):
+                return True
         except (wire.WireError, OSError):
             pass
         if time.monotonic() > deadline:
-            log(f"  r{l} did not hold r{f} alive within {LEADING_WAIT:.0f} s; the request goes anyway")
-            return
-        waited = True
+            log(f"  r{r} not held unfenced by {', '.join(f'r{b}' for b in holders)} within {LEADING_WAIT:.0f} s; "
+                "the next step goes anyway")
+            return False
         time.sleep(POLL)
-    if waited:
-        log(f"  waited for r{l} to hold r{f} unfenced")
 
 
 def _await_leading(cluster: Cluster, r: int, log) -> None:
@@ -603,29 +601,10 @@ def _expire_session(cluster: Cluster, r: int, log, timeout: float = EXPIRY_WAIT)
     log(f"  r{r}'s session expired and the controller moved its leadership after {time.monotonic() - t0:.1f} s; "
         f"r{r} resumed")
     if cluster.kraft:
-        _await_unfenced_everywhere(cluster, r, log)
-
-
-def _await_unfenced_everywhere(cluster: Cluster, r: int, log) -> None:
-    """KRaft: the model's ``register`` after a session expiry is eager (a walk takes it at once), so
-    the next step waits until every other running broker holds r alive again (its heartbeat
-    unfenced it: ``BrokerHeartbeatManager``), at most LEADING_WAIT seconds. Seen on 4.1.1: a
-    produce placed while the leader still held r fenced advanced the HW past r, where the model's
-    leader waits for r, caught up (``Partition.maybeIncrementLeaderHW`` counts an out-of-ISR
-    replica only if its broker is alive)."""
-    deadline = time.monotonic() + LEADING_WAIT
-    others = [i for i, b in enumerate(cluster.brokers()) if i != r and b.running and not b.paused]
-    while True:
-        try:
-            if all(r in wire.alive_brokers("127.0.0.1", cluster.broker(b).port, TOPIC) for b in others):
-                break
-        except (wire.WireError, OSError):
-            pass
-        if time.monotonic() > deadline:
-            log(f"  r{r} not unfenced everywhere within {LEADING_WAIT:.0f} s; the next step goes anyway")
-            return
-        time.sleep(POLL)
-    log(f"  r{r} unfenced again after its next heartbeat")
+        # the model's ``register`` is eager: the next step comes once the others hold r alive again
+        others = [i for i, b in enumerate(cluster.brokers()) if i != r and b.running and not b.paused]
+        if _await_unfenced(cluster, r, others, log):
+            log(f"  r{r} unfenced again after its next heartbeat")
 
 
 def _session_gone(cluster: Cluster, r: int) -> bool:

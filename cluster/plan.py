@@ -44,6 +44,9 @@ PLACED = {
     "session_expire_leader": "expire_session",   # the same; the KRaft controller elects the next leader itself
 }
 
+# the model's steps that are Kafka's lag check firing (replica.lag.time.max.ms passed)
+LAG_ACTIONS = frozenset({"shrink_isr", "lag_expires"})
+
 # with the replication proxy (cluster/proxy.py) the fetch path is placed too: every Fetch and
 # OffsetsForLeaderEpoch, request and response, waits at the leader's proxy until its step
 PROXIED = {
@@ -120,6 +123,12 @@ class Plan:
     @property
     def placed_actions(self) -> frozenset:
         return frozenset(PLACED) | (frozenset(PROXIED) if self.proxied else frozenset())
+
+    @property
+    def waits_for_lag(self) -> bool:
+        """Whether a step of the trace is Kafka's lag check (a leader drops a follower from the ISR,
+        or stops counting it caught up, after replica.lag.time.max.ms)."""
+        return any(s.action in LAG_ACTIONS for s in self.steps)
 
     def checkpoints(self) -> List[int]:
         """The state indexes compared with the cluster (0 is the initial state)."""

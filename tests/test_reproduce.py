@@ -314,6 +314,23 @@ def test_the_proxy_is_used_where_a_trace_needs_a_message_held_or_when_asked():
                 plan_for(prediction, invariant, False)
 
 
+def test_the_lag_check_fires_on_a_proxied_run_only_where_the_trace_has_it():
+    """A proxied trace with a shrink_isr waits replica.lag.time.max.ms for it; one without sets the
+    lag past any run, so a slow machine cannot drop a follower the model keeps in the ISR."""
+    from hwcheck.cluster.run import PROXIED_NO_LAG_TIMING, PROXIED_TIMING, default_timing, plan_for
+    lags = {}
+    for name in ("kip101-exit-on-out-of-range", "kafka15583-zk-kafka-18991-old-epoch-response",
+                 "kafka15583-power-failure-min-isr-2-loss"):
+        doc = _doc(name)
+        prediction = predict(doc, doc["#meta"]["hwcheck"]["config"]["mode"])
+        plan = plan_for(prediction, doc["#meta"]["hwcheck"]["invariant"], True)
+        lags[name] = default_timing(plan).lag
+    assert lags == {"kip101-exit-on-out-of-range": PROXIED_TIMING.lag,              # shrink_isr at step 5
+                    "kafka15583-zk-kafka-18991-old-epoch-response": PROXIED_NO_LAG_TIMING.lag,
+                    "kafka15583-power-failure-min-isr-2-loss": PROXIED_TIMING.lag}
+    assert PROXIED_NO_LAG_TIMING.lag >= 3_600_000 > PROXIED_TIMING.lag
+
+
 def test_ctrl_c_lost_inside_librdkafka_poll_is_still_an_interrupt():
     """confluent-kafka answers a KeyboardInterrupt raised inside its C poll with a SystemError
     (CI saw it once in the Ctrl-C test); the client raises it as the interrupt it was."""

@@ -373,6 +373,7 @@ JS = r"""
     const c = st.controller;
     let text = `leader ${c.leader || "none"}, epoch ${c.epoch}, ISR {${c.isr["#set"].join(",")}}`;
     if (c.elr) text += `, ELR {${c.elr["#set"].join(",")}}, last known leader {${c.last_known_elr["#set"].join(",")}}`;
+    if (c.offline_dirs) text += `, directory offline {${c.offline_dirs["#set"].join(",")}}`;
     if (c.broker_epochs) text += `, broker epochs ${Object.entries(c.broker_epochs).map(([r, e]) => r + ":" + e).join(" ")}`;
     $("controller").textContent = text;
     const h = st.history;

@@ -158,6 +158,8 @@ def controller_cell(model, c, leave_out=()) -> str:
     cell = f"{leader} e{c.epoch} isr={replica_names(model, c.isr)}"
     if model.rules.mode.elr:
         cell += f" elr={replica_names(model, c.elr) or '·'} lke={replica_names(model, c.last_known_elr) or '·'}"
+    if c.offline_dirs:      # KRaft 3.7+: replicas on a replaced disk, refused as leaders until assigned
+        cell += f" dir-offline={replica_names(model, c.offline_dirs)}"
     if c.broker_epochs and "be" not in leave_out:
         cell += " be=" + ",".join(str(e) for e in c.broker_epochs)
     return cell

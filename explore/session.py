@@ -41,7 +41,8 @@ KINDS = {
     "crash": "faults", "power_fail": "faults", "lose_disk": "faults", "restart": "faults",
     "controlled_shutdown": "faults", "controlled_shutdown_leader": "faults", "session_expire": "faults",
     "session_expire_leader": "faults", "controller_handle_failure_leader": "controller",
-    "controller_handle_failure": "controller", "register": "controller", "elect_offline": "controller",
+    "controller_handle_failure": "controller", "register": "controller", "assign_dir": "controller",
+    "elect_offline": "controller",
     "elect_preferred": "controller", "become_leader": "controller", "become_follower": "controller",
     # the reference model (--model kafka-tla, spec/kafka_tla/actions.py ARGS)
     "LeaderWrite": "client",

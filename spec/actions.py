@@ -82,10 +82,10 @@ def _with_isr(c: Controller, rules: Rules, isr: int, unclean_shutdown: int = 0) 
 
 
 def _lost_memory(rep: Replica) -> Replica:
-    """What a stop leaves: log, HW checkpoint and epoch cache on disk; nothing in memory."""
+    """What a stop leaves: log, HW checkpoint, epoch cache and meta.properties on disk; nothing in memory."""
     return Replica(alive=0, role=NONE, leader_epoch=UNDEFINED, leader=UNDEFINED, isr=0, log=rep.log, hw=rep.hw,
                    flushed=rep.flushed, epoch_cache=rep.epoch_cache, truncating=0, remote_leo=(),
-                   clean_shutdown=rep.clean_shutdown)
+                   clean_shutdown=rep.clean_shutdown, new_directory=rep.new_directory)
 
 
 def _abandon(s: State, f: int) -> State:
@@ -863,12 +863,15 @@ def flush_terms(enc, s, r):
 def lose_disk(s: State, rules: Rules, r: int) -> Optional[State]:
     """A broker stops and comes back to an empty disk: no log, no HW checkpoint, no epoch cache (a
     replaced disk, or a filesystem that lost what was not flushed: the case KIP-903 and KIP-966
-    defend against). It restarts, registers and follows as any restarted broker."""
+    defend against). It restarts, registers and follows as any restarted broker. KRaft from 3.7
+    (``directory_assignment``): a broker starts only from a formatted disk (``StorageTool format``
+    writes meta.properties with a new directory.id), which its next registration reports."""
     rep = s.replicas[r]
     used = s.history.disk_losses
     if not (rep.alive and used < rules.cfg.disk_losses):
         return None
-    empty = Replica(0, NONE, UNDEFINED, UNDEFINED, 0, (), 0, 0, (), 0, ())
+    empty = Replica(0, NONE, UNDEFINED, UNDEFINED, 0, (), 0, 0, (), 0, (),
+                    new_directory=1 if rules.mode.directory_assignment else 0)
     s = _stop(s, rules, r, empty)
     return s._replace(history=s.history._replace(disk_losses=used + 1))
 
@@ -880,6 +883,11 @@ def _registered(c: Controller, rules: Rules, r: int, rep: Replica) -> Controller
     ``ReplicationControlManager.handleBrokerShutdown @4.0.0``: KAFKA-15586, which KAFKA-18635 restored;
     with ELR 3.9.0 took every new incarnation as unclean, KAFKA-16952)."""
     c = c._replace(live=c.live | 1 << r)
+    if rep.new_directory:
+        # the registration lists the new directory only (``ClusterControlManager.registerBroker``
+        # compares no directories and writes no partition record): the partition still assigns r the
+        # old one, which is offline from now on (``hasOnlineDir`` @3.7.0, @4.1.1)
+        c = c._replace(offline_dirs=c.offline_dirs | 1 << r)
     if rules.mode.broker_epochs:
         c = c._replace(broker_epochs=c.broker_epochs[:r] + (c.broker_epochs[r] + 1,) + c.broker_epochs[r + 1:])
     if rules.mode.elr and not rep.clean_shutdown and (c.isr | c.elr) >> r & 1:
@@ -926,7 +934,7 @@ def restart(s: State, rules: Rules, r: int) -> Optional[State]:
     # answered stays. A bounce the controller saw gets the current LeaderAndIsr (onBrokerStartup).
     answered = rep.leader_epoch if c.live >> r & 1 else UNDEFINED
     rep = truncate(rep, rep.leo, trim_cache_at_leo=True)
-    return _with_controller(_set(s, r, rep._replace(alive=1, clean_shutdown=0, leader_epoch=answered)),
+    return _with_controller(_set(s, r, rep._replace(alive=1, clean_shutdown=0, new_directory=0, leader_epoch=answered)),
                             _registered(c, rules, r, rep))
 
 
@@ -1130,6 +1138,34 @@ def register_terms(enc, s, r):
     return o.And(s.reps[r].alive, o.Not(c.live[r])), enc.with_controller(s, c._replace(live=enc.bit(c.live, r, True)))
 
 
+def _acceptable(c: Controller) -> int:
+    """The replicas an election may take as leader (``ReplicationControlManager.LeaderAcceptor.test``
+    @3.7.0, @4.1.1: an active broker whose registration lists the directory the partition assigns it;
+    ZooKeeper and KRaft before 3.7: a live broker). ``offline_dirs`` is empty but after a replaced disk."""
+    return c.live & ~c.offline_dirs
+
+
+def assign_dir(s: State, rules: Rules, r: int) -> Optional[State]:
+    """KRaft from 3.7: r, back on a replaced disk, has created the partition's log in its new directory
+    and tells the controller (``AssignmentsManager``: AssignReplicasToDirs, sent once the broker applies
+    the partition, fenced or not); ``ReplicationControlManager.handleAssignReplicasToDirs`` writes one
+    partition record that names the new directory, after which elections accept r. Its
+    PartitionChangeBuilder is built without the ELR flag up to 4.2, so with ELR it empties the ELR and
+    keeps the last known leader (``assignment_clears_elr``: ``maybeUpdateRecordElr`` @4.0.0, @4.1.1;
+    4.3.0 builds it with the flag, and the ELR stays). Its election,
+    which reads r's registration from before the record, never takes r, and the model lets no election
+    wait when it writes (``_elect_in_record``'s rule): no leader, epoch and ISR unchanged."""
+    c = s.controller
+    if not (s.replicas[r].alive and c.offline_dirs >> r & 1):
+        return None
+    if c.leader == UNDEFINED and any(elect_offline(s, rules, x) for x in range(rules.n)):
+        return None
+    c = c._replace(offline_dirs=c.offline_dirs & ~(1 << r))
+    if rules.mode.elr and rules.mode.assignment_clears_elr:
+        c = c._replace(elr=0)
+    return _with_controller(s, c)
+
+
 def elect_offline(s: State, rules: Rules, r: int) -> Optional[State]:
     """OfflinePartitionLeaderElection: a partition without a leader gets a live ISR member as
     leader, the live ISR members as ISR, and a new leader epoch (seed 002: only ISR members may be
@@ -1142,12 +1178,13 @@ def elect_offline(s: State, rules: Rules, r: int) -> Optional[State]:
         return None
     if rules.mode.elr:
         return _elect_with_elr(s, rules, r)
-    if not c.live >> r & 1:
+    acceptable = _acceptable(c)
+    if not acceptable >> r & 1:
         return None
     live_isr = c.isr & c.live
     if live_isr >> r & 1:
         isr = live_isr
-    elif cfg.unclean_election and not live_isr:
+    elif cfg.unclean_election and not live_isr & acceptable:
         isr = 1 << r
     else:
         return None
@@ -1175,9 +1212,10 @@ def _elect_with_elr(s: State, rules: Rules, r: int) -> Optional[State]:
     code logs "not alive" and elects it anyway); else an unclean election when enabled. An unclean
     election leaves the new leader alone in the ISR and clears the ELR."""
     c, cfg, mode = s.controller, rules.cfg, rules.mode
-    eligible = (c.isr or c.elr) & c.live                 # isValidNewLeader: ISR, or ELR when the ISR is empty
+    acceptable = _acceptable(c)
+    eligible = (c.isr or c.elr) & acceptable             # isValidNewLeader: ISR, or ELR when the ISR is empty
     last_known = (not c.isr and not c.elr and _size(c.last_known_elr) == 1
-                  and (c.last_known_elr & c.live or mode.elect_fenced_last_leader))
+                  and (c.last_known_elr & acceptable or mode.elect_fenced_last_leader))
     bit = 1 << r
     if eligible:
         if not eligible & bit:
@@ -1187,7 +1225,7 @@ def _elect_with_elr(s: State, rules: Rules, r: int) -> Optional[State]:
         if c.last_known_elr != bit:
             return None
         c = c._replace(isr=bit, elr=0)
-    elif cfg.unclean_election and c.live & bit:
+    elif cfg.unclean_election and acceptable & bit:
         c = c._replace(isr=bit, elr=0)
     else:
         return None
@@ -1223,7 +1261,7 @@ def elect_preferred(s: State, rules: Rules, r: int) -> Optional[State]:
     stays, the epoch moves on (PartitionLeaderElectionAlgorithms.preferredReplicaPartitionLeaderElection
     @2.2.0; PreferredReplicaPartitionLeaderSelector @0.10.2.1)."""
     c = s.controller
-    if not (r == PREFERRED and c.leader != r and c.live >> r & 1 and c.isr >> r & 1
+    if not (r == PREFERRED and c.leader != r and _acceptable(c) >> r & 1 and c.isr >> r & 1
             and c.epoch < rules.cfg.max_epoch):
         return None
     return _with_controller(s, c._replace(leader=r, epoch=c.epoch + 1))
@@ -1559,6 +1597,7 @@ ACTIONS = (
     ("flush", flush, 1),
     ("lose_disk", lose_disk, 1),
     ("restart", restart, 1),
+    ("assign_dir", assign_dir, 1),
     ("controlled_shutdown", controlled_shutdown, 1),
     ("controlled_shutdown_leader", controlled_shutdown_leader, 2),
     ("controller_handle_failure", controller_handle_failure, 1),
@@ -1574,8 +1613,8 @@ ACTIONS = (
     ("lag_expires", lag_expires, 2),
 )
 
-# name -> the action's z3 twin (checker/symbolic.py Encoding.action); lose_disk has none (the z3 engine
-# refuses disk losses: checker/symbolic.py check_covered)
+# name -> the action's z3 twin (checker/symbolic.py Encoding.action); lose_disk and assign_dir have none
+# (the z3 engine refuses disk losses: checker/symbolic.py check_covered)
 TERMS = {
     "produce": produce_terms,
     "send_fetch": send_fetch_terms,
@@ -1647,6 +1686,7 @@ NEEDS = {
     "flush": (("budget", "power_failures"), ("alive", 0)),
     "lose_disk": (("budget", "disk_losses"), ("alive", 0)),
     "restart": (("down", 0),),
+    "assign_dir": _ALIVE,
     "controlled_shutdown": _SPENDS_CRASH,
     "controlled_shutdown_leader": _SPENDS_CRASH,
     "controller_handle_failure": (("down", 0),),
@@ -1698,6 +1738,7 @@ EPOCH_ONLY = {"send_epoch_request", "leader_handle_epoch_request", "follower_han
 POWER_ONLY = {"power_fail", "flush"}
 OLD_RESPONSE_ONLY = {"follower_handle_old_response"}     # the modes with accept_old_epoch_response
 DISK_ONLY = {"lose_disk"}
+DIRECTORY_ONLY = {"assign_dir"}           # with disk losses, the modes with directory_assignment
 FENCE_ELECTS_ONLY = {"controller_handle_failure_leader", "session_expire_leader"}   # KRaft: mode.fence_elects
 
 

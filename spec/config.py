@@ -27,7 +27,7 @@ a forked worker), while ``as_dict`` (ITF ``#meta``, checkpoints, ``--json``) rec
 >>> Config(mode="what-if")
 Traceback (most recent call last):
 ...
-hwcheck.spec.config.ConfigError: unknown mode 'what-if'; choose one of hw, kip101, kip279, kip320, kip380, kafka10706, kafka10554, kafka13141, kafka14704, kip903, kafka15583, kafka18991, kip966, kafka18991-4.0, kafka19522 (or epoch, the newest)
+hwcheck.spec.config.ConfigError: unknown mode 'what-if'; choose one of hw, kip101, kip279, kip320, kip380, kafka10706, kafka10554, kafka13141, kafka14704, kip903, kafka15583, kafka18991, kip966, kafka18991-4.0, kafka19522, pr20716 (or epoch, the newest)
 """
 
 from __future__ import annotations
@@ -106,13 +106,13 @@ def resolve_mode(mode: Union[str, Mode]) -> ModeName:
     "mode") otherwise.
 
     >>> resolve_mode("epoch"), resolve_mode("epoch").definition.kafka
-    ('kafka19522', '4.1+ (KRaft)')
+    ('pr20716', '4.3+ (KRaft)')
     >>> resolve_mode("kafka18991-zk").definition.kafka       # spec.modes.DERIVED: 3.9.1 on ZooKeeper
     '3.9.1 (ZooKeeper)'
     >>> resolve_mode("kip96")
     Traceback (most recent call last):
     ...
-    hwcheck.spec.config.ConfigError: unknown mode 'kip96' (did you mean kip966?); choose one of hw, kip101, kip279, kip320, kip380, kafka10706, kafka10554, kafka13141, kafka14704, kip903, kafka15583, kafka18991, kip966, kafka18991-4.0, kafka19522 (or epoch, the newest)
+    hwcheck.spec.config.ConfigError: unknown mode 'kip96' (did you mean kip966?); choose one of hw, kip101, kip279, kip320, kip380, kafka10706, kafka10554, kafka13141, kafka14704, kip903, kafka15583, kafka18991, kip966, kafka18991-4.0, kafka19522, pr20716 (or epoch, the newest)
     """
     if isinstance(mode, ModeName):
         return mode

@@ -14,8 +14,8 @@ import re
 from dataclasses import replace
 from typing import Callable, Iterator, List, Optional, Sequence, Tuple
 
-from .actions import (ACTIONS, DISK_ONLY, EPOCH_ONLY, EVENTS, FENCE_ELECTS_ONLY, NEEDS, OLD_RESPONSE_ONLY, POWER_ONLY,
-                      Rules, dated, initial_state, may_enable, shape)
+from .actions import (ACTIONS, DIRECTORY_ONLY, DISK_ONLY, EPOCH_ONLY, EVENTS, FENCE_ELECTS_ONLY, NEEDS, OLD_RESPONSE_ONLY,
+                      POWER_ONLY, Rules, dated, initial_state, may_enable, shape)
 from .config import Config, ConfigError
 from . import render, renaming, story
 from .invariants import broken_cells, invariants_for, why_broken
@@ -69,6 +69,8 @@ class Model:
             if name in POWER_ONLY and not cfg.power_failures:
                 continue
             if name in DISK_ONLY and not cfg.disk_losses:
+                continue
+            if name in DIRECTORY_ONLY and not (cfg.disk_losses and mode.directory_assignment):
                 continue
             if name in OLD_RESPONSE_ONLY and not (mode.accept_old_epoch_response and mode.truncate_on_fetch):
                 continue
@@ -234,6 +236,8 @@ class Model:
                     entry["fetch_offset"] = "leo"   # an intermediate truncation step moved it there
             if rep.leader_fenced:      # KRaft, KAFKA-18991 modes: its fetcher thread goes with the fence
                 entry["leader_fenced"] = True
+            if rep.new_directory:      # KRaft 3.7+: a replaced disk's new directory id, not yet registered
+                entry["new_directory"] = True
             if rep.role == 1:
                 entry["isr"] = isr(rep.isr)
                 entry["remote_leo"] = {names[f]: rep.remote_leo[f] for f in range(n) if f != r}
@@ -253,6 +257,8 @@ class Model:
             controller["broker_epochs"] = {names[r]: e for r, e in enumerate(c.broker_epochs)}
         if self.rules.mode.elr:
             controller.update(elr=isr(c.elr), last_known_elr=isr(c.last_known_elr))
+        if c.offline_dirs:      # KRaft 3.7+: replicas back on a replaced disk, not yet assigned to it
+            controller["offline_dirs"] = isr(c.offline_dirs)
         history = {
             "produced": h.produced,
             "acked": {str(rec): off for rec, off in enumerate(h.acked) if off != UNDEFINED},

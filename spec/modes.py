@@ -154,6 +154,13 @@ class Mode:
     strict_min_isr: bool = False
     # the last known leader is elected even while fenced (KAFKA-19522, until 4.1.0)
     elect_fenced_last_leader: bool = False
+    # a replaced disk is formatted with a new directory id; the broker's registration lists it, and the
+    # controller's leader acceptor refuses the replica until AssignReplicasToDirs moves the partition
+    # there (KRaft, metadata.version 3.7-IV2: ReplicationControlManager.LeaderAcceptor, hasOnlineDir)
+    directory_assignment: bool = False
+    # with ELR, the directory assignment's change is built without the ELR flag and empties the ELR
+    # (ReplicationControlManager.handleAssignReplicasToDirs, 4.0.0-4.2.x)
+    assignment_clears_elr: bool = False
     # action functions replaced by name (same signature as in spec/actions.py): (name, function) pairs
     actions: Tuple[Tuple[str, Callable], ...] = ()
 
@@ -347,10 +354,15 @@ KIP903 = KAFKA14704.variant(
 
 KAFKA15583 = KIP903.variant(
     "kafka15583", "3.7-3.9.0 (KRaft)", summary="strict min ISR: no HW progress below min.insync.replicas",
-    strict_min_isr=True,
+    strict_min_isr=True, directory_assignment=True,
     changes=(
         Change("the leader moves its HW only while the ISR has at least min.insync.replicas members",
                "KAFKA-15583", "Partition.maybeIncrementLeaderHW @3.7.0"),
+        Change("a broker back on a replaced disk registers the disk's new directory id; every election "
+               "refuses its replica, whose assigned directory the registration no longer lists, until its "
+               "AssignReplicasToDirs moves the partition to the new directory (metadata.version 3.7-IV2)",
+               "KIP-858", "ReplicationControlManager.LeaderAcceptor, handleAssignReplicasToDirs, "
+               "ClusterControlManager.hasOnlineDir @3.7.0, @4.1.1"),
     ))
 
 # KAFKA-18991's fix: the fetcher handles a response only when the leader epoch of its request is the
@@ -366,7 +378,7 @@ KAFKA18991 = KAFKA15583.variant(
 KIP966 = KAFKA15583.variant(
     "kip966", "4.0.0 (KRaft, ELR enabled)", summary="Eligible Leader Replicas: "
     "the ISR may empty, ELR members and the last known leader may lead",
-    elr=True, elect_fenced_last_leader=True,
+    elr=True, elect_fenced_last_leader=True, assignment_clears_elr=True,
     changes=(
         Change("the controller removes even the last ISR member; a member lost while the ISR is below "
                "min.insync.replicas joins the ELR, which an ISR at min.insync.replicas clears",
@@ -375,6 +387,10 @@ KIP966 = KAFKA15583.variant(
                "ISR, else (ISR and ELR empty) the last known leader as an unclean election, even with "
                "unclean election disabled, and even while it is fenced (the bug KAFKA-19522)",
                "KIP-966", "PartitionChangeBuilder.electAnyLeader, canElectLastKnownLeader @4.0.0, @4.0.1"),
+        Change("a directory assignment empties the ELR: handleAssignReplicasToDirs builds its change "
+               "without the ELR flag, so the change writes an empty ELR and keeps the last known leader",
+               "KIP-966", "ReplicationControlManager.handleAssignReplicasToDirs, "
+               "PartitionChangeBuilder.maybeUpdateRecordElr @4.0.0, @4.1.1"),
         Change("a broker that registers without a clean-shutdown record leaves the ISR and the ELR",
                "KAFKA-15586", "ClusterControlManager.registerBroker (previousBrokerEpoch), "
                "ReplicationControlManager.handleBrokerShutdown @4.0.0 (KAFKA-18635 restored it: with ELR, "
@@ -387,7 +403,7 @@ KAFKA18991_40 = KIP966.variant(
     accept_old_epoch_response=False, changes=(FIX_18991,))
 
 KAFKA19522 = KAFKA18991_40.variant(
-    "kafka19522", "4.1+ (KRaft)", summary="a fenced last known leader is not elected (ELR on by "
+    "kafka19522", "4.1-4.2 (KRaft)", summary="a fenced last known leader is not elected (ELR on by "
     "default in new clusters)", elect_fenced_last_leader=False,
     changes=(
         Change("the last known leader is elected only while it is unfenced", "KAFKA-19522",
@@ -395,9 +411,18 @@ KAFKA19522 = KAFKA18991_40.variant(
                "leader is not acceptable; @4.0.1 only logs it)"),
     ))
 
+PR20716 = KAFKA19522.variant(
+    "pr20716", "4.3+ (KRaft)", summary="a directory assignment keeps the ELR", assignment_clears_elr=False,
+    changes=(
+        Change("handleAssignReplicasToDirs builds its change with the ELR flag (PartitionChangeBuilder takes "
+               "it in its constructor), so a replaced disk's assignment keeps the ELR as every other change does",
+               "apache/kafka#20716", "ReplicationControlManager.handleAssignReplicasToDirs, "
+               "PartitionChangeBuilder.<init> @4.3.0"),
+    ))
+
 # every mode, parents first, in release order (3.9.1 before 4.0.0); the newest last
 LADDER: Tuple[Mode, ...] = (HW, KIP101, KIP279, KIP320, KIP380, KAFKA10706, KAFKA10554, KAFKA13141, KAFKA14704,
-                             KIP903, KAFKA15583, KAFKA18991, KIP966, KAFKA18991_40, KAFKA19522)
+                             KIP903, KAFKA15583, KAFKA18991, KIP966, KAFKA18991_40, KAFKA19522, PR20716)
 MODES: Dict[str, Mode] = {m.name: m for m in LADDER}
 
 
@@ -444,11 +469,12 @@ def without_elr(mode: Mode) -> Optional[Mode]:
     """
     if not mode.elr:
         return None
-    off = dataclasses.replace(mode, elr=False, elect_fenced_last_leader=False)
+    off = dataclasses.replace(mode, elr=False, elect_fenced_last_leader=False, assignment_clears_elr=False)
     for m in reversed(LADDER):
         if same_rules(m, off):
             return m
-    return mode.variant(f"{mode.name}-no-elr", elr=False, elect_fenced_last_leader=False, summary="ELR off",
+    return mode.variant(f"{mode.name}-no-elr", elr=False, elect_fenced_last_leader=False,
+                        assignment_clears_elr=False, summary="ELR off",
                         changes=(Change("the ELR feature is off: the rules of the releases before KIP-966",
                                         "KIP-966", "PartitionChangeBuilder.setEligibleLeaderReplicasEnabled "
                                         "@4.0.0"),))
@@ -457,7 +483,8 @@ def without_elr(mode: Mode) -> Optional[Mode]:
 # the rules a KRaft controller and a KRaft broker's metadata path set, as ZooKeeper's releases have them
 # (the fetcher, Partition, the log and the epoch cache are one code on both: their rules carry over)
 ZOOKEEPER_RULES: Mapping[str, bool] = {"broker_epochs": False, "isr_removal_bumps_epoch": True,
-                                       "fence_stops_fetchers": False, "fence_elects": False}
+                                       "fence_stops_fetchers": False, "fence_elects": False,
+                                       "directory_assignment": False}
 ZOOKEEPER_CHANGES = (
     Change("no broker epochs: a ZooKeeper leader sends -1 for each ISR member and keeps no follower's epoch, "
            "its controller reads broker ids only (KIP-903 is KRaft's)", "ZooKeeper",
@@ -467,6 +494,9 @@ ZOOKEEPER_CHANGES = (
     Change("a failed leader's partition goes offline, and the election is a later write of the event; a "
            "follower keeps the leaderless partition on its fetcher thread", "ZooKeeper",
            "KafkaController.onReplicasBecomeOffline, ReplicaManager.makeFollowers @3.9.1"),
+    Change("no directory ids: an election takes a live replica whatever disk it is back on (directory "
+           "assignment is KRaft's)", "ZooKeeper",
+           "PartitionLeaderElectionAlgorithms.offlinePartitionLeaderElection @3.9.1"),
 )
 
 

@@ -91,7 +91,7 @@ RELEASES: Tuple[Release, ...] = (
     Release("4.0.1", "kafka18991-4.0", KRAFT, ELR_OFF, "2.13"),   # still KAFKA-19522 (canElectLastKnownLeader @4.0.1)
     Release("4.1.1", "kafka19522", KRAFT, ELR_ON, "2.13"),
     Release("4.2.0", "kafka19522", KRAFT, ELR_ON, "2.13"),
-    Release("4.4.0", "kafka19522", KRAFT, ELR_ON, "2.13"),
+    Release("4.4.0", "pr20716", KRAFT, ELR_ON, "2.13"),
 )
 
 
@@ -143,7 +143,8 @@ LINES: Tuple[Line, ...] = (
     Line("3.9.1", "3.9.2", "kafka18991", KRAFT),
     Line("4.0.0", "4.0.0", "kip966", KRAFT),
     Line("4.0.1", "4.0.2", "kafka18991-4.0", KRAFT),
-    Line("4.1.0", "4.4.0", "kafka19522", KRAFT),
+    Line("4.1.0", "4.2.2", "kafka19522", KRAFT),
+    Line("4.3.0", "4.4.0", "pr20716", KRAFT),
 )
 GAPS = (
     ("2.0.1", "2.0.1", "2.0.1 already has 2.1's KAFKA-7415, KAFKA-7128 and KAFKA-7164 but not KIP-320's fencing"),

@@ -84,7 +84,7 @@ def rename(s: State, perm: Perm) -> State:
     return _new(State, (tuple(out),
                         _new(type(c), (leader, c.epoch, mask[c.isr], mask[c.live],
                                        move(c.broker_epochs) if c.broker_epochs else (),
-                                       mask[c.elr], mask[c.last_known_elr])),
+                                       mask[c.elr], mask[c.last_known_elr], mask[c.offline_dirs])),
                         tuple([_renamed_message(inflight[r], perm) for r in inv]),
                         tuple([_renamed_message(stale[r], perm) for r in inv]), s.history))
 
@@ -108,6 +108,6 @@ def symmetry_keys(s: State) -> list:
         msg, old = inflight[r], stale[r]
         keys.append((True, rep.alive, rep.role, rep.leader_epoch, rep.leader == r, rep.log, rep.hw,
                      rep.flushed, rep.epoch_cache, rep.truncating, rep.leader_fenced, rep.leading_since,
-                     c.leader == r, c.isr >> r & 1, c.live >> r & 1,
+                     rep.new_directory, c.leader == r, c.isr >> r & 1, c.live >> r & 1, c.offline_dirs >> r & 1,
                      (msg.kind,) + msg[2:] if msg else (), (old.kind,) + old[2:] if old else ()))    # all but the leader
     return keys

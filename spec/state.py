@@ -114,6 +114,10 @@ class Replica(NamedTuple):
     # epoch: actions._term_goes_on); becoming a follower answers it NOT_LEADER
     # (ReplicaManager.makeFollowers), and a stop loses it. UNDEFINED on other roles
     leading_since: int = UNDEFINED
+    # KRaft from 3.7 (``Mode.directory_assignment``) only, on disk: 1 once a replaced disk was
+    # formatted with a new directory id (``StorageTool format``: meta.properties' directory.id) that no
+    # registration of the broker has reported yet; its next registration does (``restart``)
+    new_directory: int = 0
 
     @property
     def leo(self) -> int:
@@ -130,6 +134,11 @@ class Controller(NamedTuple):
     # KIP-966 modes only: Eligible Leader Replicas and the last known ELR (bitmasks)
     elr: int = 0
     last_known_elr: int = 0
+    # KRaft from 3.7 (``Mode.directory_assignment``) only, a bitmask: the replicas whose directory the
+    # partition assigns (``PartitionRegistration.directories``) is not one their broker's registration
+    # lists, so ``ReplicationControlManager.LeaderAcceptor`` refuses them as leaders
+    # (``ClusterControlManager.hasOnlineDir``) until an AssignReplicasToDirs moves them (``assign_dir``)
+    offline_dirs: int = 0
 
 
 class History(NamedTuple):
@@ -204,7 +213,7 @@ def _generated_replace(cls):
     a field is refused (TypeError) as the original refuses it (ValueError).
 
     >>> Controller(0, 1, 3, 3)._replace(epoch=2, isr=1)
-    Controller(leader=0, epoch=2, isr=1, live=3, broker_epochs=(), elr=0, last_known_elr=0)
+    Controller(leader=0, epoch=2, isr=1, live=3, broker_epochs=(), elr=0, last_known_elr=0, offline_dirs=0)
     """
     fields = cls._fields
     params = ", ".join(f"{f}=_KEEP" for f in fields)

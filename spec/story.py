@@ -48,6 +48,7 @@ RULE_SOURCES = {
     "same_epoch": ("BrokerChange",),                                        # a bounce the controller missed
     "isr_join": ("updateFollowerFetchState", "maybeExpandIsr"),             # a follower joins the ISR
     "unclean_registration": ("registerBroker",),                            # KIP-966: leaves the ELR
+    "elr_assignment": ("handleAssignReplicasToDirs",),                      # 4.0-4.2: empties the ELR
 }
 
 TRUNCATIONS = ("become_follower", "follower_handle_epoch_response", "follower_handle_fetch",
@@ -314,7 +315,8 @@ class Teller:
             if left:
                 i = left[-1]
                 was = "ISR" if self.states[i - 1].controller.isr >> x & 1 else "ELR"
-                rule_text = cite(self.mode, "unclean_registration") if was == "ELR" else ""
+                why = "elr_assignment" if self.labels[i - 1][0] == "assign_dir" else "unclean_registration"
+                rule_text = cite(self.mode, why) if was == "ELR" else ""
                 had = (_entry(self.states[i].replicas[x], offset) or (None,))[0] == record
                 isr = self.states[i].controller.isr
                 below = len(members(isr, self.n)) < self.cfg.min_isr

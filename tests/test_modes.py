@@ -91,7 +91,7 @@ def test_truncation_at_the_leo_trims_the_cache_only_from_2_8():
 def test_the_ladder():
     assert [m.name for m in LADDER] == ["hw", "kip101", "kip279", "kip320", "kip380", "kafka10706", "kafka10554",
                                         "kafka13141", "kafka14704", "kip903", "kafka15583", "kafka18991", "kip966",
-                                        "kafka18991-4.0", "kafka19522"]
+                                        "kafka18991-4.0", "kafka19522", "pr20716"]
     # a tree of release lines: 3.9.1 and 4.0.0 both grow from 3.9.0, 4.1+ from 4.0.1
     parents = {m.name: m.parent for m in LADDER}
     assert parents["hw"] == "" and parents["kafka18991"] == parents["kip966"] == "kafka15583"
@@ -99,7 +99,8 @@ def test_the_ladder():
     assert all(parents[m.name] == LADDER[i - 1].name for i, m in enumerate(LADDER)
                if i and m.name not in ("kip966", "kafka18991-4.0"))
     assert [m.name for m in lineage(MODES["kafka18991"])][-3:] == ["kip903", "kafka15583", "kafka18991"]
-    assert ALIASES["epoch"] == LADDER[-1].name and Config(mode="epoch").mode == "kafka19522"
+    assert parents["pr20716"] == "kafka19522"
+    assert ALIASES["epoch"] == LADDER[-1].name and Config(mode="epoch").mode == "pr20716"
     assert Config(mode="kip320").mode == "kip320"
     hw, k101, k279, k320, k380 = LADDER[:5]
     assert not hw.epochs and all(m.epochs for m in LADDER[1:])
@@ -107,18 +108,20 @@ def test_the_ladder():
     assert all(m.assign is assign_2_1 and m.end_offset_for is end_offset_for_2_1 for m in LADDER[5:])
     assert [m.end_offset_for for m in LADDER[1:5]] == [end_offset_for_0_11, end_offset_for_2_0,
                                                         end_offset_for_2_1, end_offset_for_2_1]
-    assert [m.fenced for m in LADDER] == [False, False, False, True] + [True] * 11
-    assert [m.restart_after_detection for m in LADDER] == [False] * 4 + [True] * 11
-    assert [m.trim_cache_at_leo for m in LADDER] == [False] * 5 + [True] * 10    # KAFKA-10706: 2.6.1/2.7.0
-    rules = {"truncate_on_fetch": [0] * 6 + [1] * 9,
-             "diverging_fetch_updates_follower": [0] * 6 + [1] + [0] * 8,      # KAFKA-13141: 2.8.0 only
-             "hw_before_truncation": [0] * 6 + [1, 1] + [0] * 7,              # KAFKA-14704: to 3.4.0
-             "accept_old_epoch_response": [0] * 6 + [1] * 5 + [0, 1, 0, 0],   # KAFKA-18991: to 3.9.0, 4.0.0
-             "isr_only_live": [0] * 8 + [1] * 7,                              # KIP-841 (ZooKeeper: from 3.3.0)
-             "broker_epochs": [0] * 9 + [1] * 6, "isr_removal_bumps_epoch": [1] * 9 + [0] * 6,
-             "fence_elects": [0] * 9 + [1] * 6, "fence_stops_fetchers": [0] * 9 + [1] * 6,   # KRaft from 3.6
-             "strict_min_isr": [0] * 10 + [1] * 5, "elr": [0] * 12 + [1] * 3,
-             "elect_fenced_last_leader": [0] * 12 + [1, 1, 0]}               # KAFKA-19522: 4.0
+    assert [m.fenced for m in LADDER] == [False, False, False, True] + [True] * 12
+    assert [m.restart_after_detection for m in LADDER] == [False] * 4 + [True] * 12
+    assert [m.trim_cache_at_leo for m in LADDER] == [False] * 5 + [True] * 11    # KAFKA-10706: 2.6.1/2.7.0
+    rules = {"truncate_on_fetch": [0] * 6 + [1] * 10,
+             "diverging_fetch_updates_follower": [0] * 6 + [1] + [0] * 9,      # KAFKA-13141: 2.8.0 only
+             "hw_before_truncation": [0] * 6 + [1, 1] + [0] * 8,              # KAFKA-14704: to 3.4.0
+             "accept_old_epoch_response": [0] * 6 + [1] * 5 + [0, 1, 0, 0, 0],   # KAFKA-18991: to 3.9.0, 4.0.0
+             "isr_only_live": [0] * 8 + [1] * 8,                              # KIP-841 (ZooKeeper: from 3.3.0)
+             "broker_epochs": [0] * 9 + [1] * 7, "isr_removal_bumps_epoch": [1] * 9 + [0] * 7,
+             "fence_elects": [0] * 9 + [1] * 7, "fence_stops_fetchers": [0] * 9 + [1] * 7,   # KRaft from 3.6
+             "strict_min_isr": [0] * 10 + [1] * 6, "elr": [0] * 12 + [1] * 4,
+             "elect_fenced_last_leader": [0] * 12 + [1, 1, 0, 0],             # KAFKA-19522: 4.0
+             "directory_assignment": [0] * 10 + [1] * 6,                      # KIP-858: KRaft from 3.7
+             "assignment_clears_elr": [0] * 12 + [1, 1, 1, 0]}                # 4.0-4.2 (apache/kafka#20716)
     for rule, values in rules.items():
         assert [int(getattr(m, rule)) for m in LADDER] == values, rule
     # every mode but the root moves at least one rule of its parent
@@ -182,10 +185,10 @@ def test_offline_election_takes_the_live_isr():
 
 
 @pytest.mark.parametrize("mode, off", [("kip966", "kafka15583"), ("kafka18991-4.0", "kafka18991"),
-                                       ("kafka19522", "kafka18991")])
+                                       ("kafka19522", "kafka18991"), ("pr20716", "kafka18991")])
 def test_elr_off_is_the_line_before_kip966_with_the_fixes_since(mode, off):
     assert without_elr(MODES[mode]) is MODES[off]
-    assert [m.name for m in LADDER if m.elr] == ["kip966", "kafka18991-4.0", "kafka19522"]
+    assert [m.name for m in LADDER if m.elr] == ["kip966", "kafka18991-4.0", "kafka19522", "pr20716"]
     assert all(without_elr(m) is None for m in LADDER if not m.elr)
 
 
@@ -343,3 +346,67 @@ def test_kip841_on_zookeeper_refuses_a_broker_that_is_not_live_until_it_register
                       expired + [("follower_handle_fetch", 1), ("register", 1), ("send_fetch", 1),
                                  ("leader_handle_fetch", 0, 1)])[-1]
     assert back.controller.isr == 0b11
+
+
+# one disk loss and a clean shutdown (the 13 steps of counterexamples/kafka19522-crash-and-disk-loss)
+# up to r0's restart on its new disk: the partition is leaderless, r1 (down, clean) in the ELR, r0 the
+# last known leader, its assigned directory offline
+REPLACED = ["produce(r0)", "send_fetch(r1)", "leader_handle_fetch(r0,r1)", "follower_handle_fetch(r1)",
+            "send_fetch(r1)", "leader_handle_fetch(r0,r1)", "lose_disk(r0)", "controlled_shutdown(r1)",
+            "controller_handle_failure(r0)", "restart(r0)"]
+
+
+def _walk(mode, labels, **knobs):
+    model = Model(Config(mode=mode, disk_losses=1, crashes=1, min_isr=2, **knobs))
+    s = model.init_states()[0]
+    for label in labels:
+        s = model.step(s, model.parse_label(label))
+        assert s is not None, (mode, label)
+    return model, s
+
+
+@pytest.mark.parametrize("mode, elr_after", [("kafka19522", 0), ("pr20716", 0b10), ("kip966", 0)])
+def test_a_replaced_disk_is_refused_as_leader_until_its_directory_is_assigned(mode, elr_after):
+    """KRaft 3.7+ (``directory_assignment``): the registration lists the new directory, so every
+    election refuses r0 (``LeaderAcceptor``, ``hasOnlineDir``) until AssignReplicasToDirs; that record
+    empties the ELR in 4.0-4.2 (``assignment_clears_elr``) and keeps it from 4.3 (apache/kafka#20716)."""
+    model, s = _walk(mode, REPLACED)
+    c = s.controller
+    assert (c.leader, c.isr, c.elr, c.last_known_elr, c.offline_dirs) == (U, 0, 0b10, 0b01, 0b01)
+    assert s.replicas[0].new_directory == 0 and model.to_json(s)["controller"]["offline_dirs"] == {"#set": ["r0"]}
+    assert model.step(s, ("elect_offline", 0)) is None
+    t = model.step(s, ("assign_dir", 0))
+    assert t.controller.offline_dirs == 0 and t.controller.elr == elr_after
+    assert t.controller.last_known_elr == 0b01 and (t.controller.leader, t.controller.epoch) == (U, c.epoch)
+    elected = model.step(t, ("elect_offline", 0))
+    if elr_after:               # r1, down, stays eligible: nobody is elected, and r0 never
+        assert elected is None
+    else:                       # ISR and ELR empty: the empty last known leader, and the record is lost
+        assert elected.controller.leader == 0
+        assert model.violated(model.step(elected, ("become_leader", 0))) == ["NoCommittedDataLoss"]
+
+
+def test_a_replaced_disk_before_3_7_or_on_zookeeper_leads_at_once():
+    """kip903 (3.6) and a ZooKeeper 3.7-3.9 cluster have no directory ids: no assign_dir, and the
+    restarted broker is electable at once (a leaderless ISR member)."""
+    labels = ["produce(r0)", "send_fetch(r1)", "leader_handle_fetch(r0,r1)", "follower_handle_fetch(r1)",
+              "send_fetch(r1)", "leader_handle_fetch(r0,r1)", "lose_disk(r0)", "controlled_shutdown(r1)",
+              "controller_handle_failure(r0)", "restart(r0)"]
+    for mode in ("kip903", "kafka15583-zk"):
+        model, s = _walk(mode, labels)
+        assert s.controller.offline_dirs == 0 and s.replicas[0].new_directory == 0
+        assert "assign_dir" not in model.action_names
+        assert model.step(s, ("elect_offline", 0)) is not None, mode
+    model, s = _walk("kafka15583", labels)        # 3.7-3.9.0 KRaft: refused until assigned
+    assert model.step(s, ("elect_offline", 0)) is None
+    assert model.step(model.step(s, ("assign_dir", 0)), ("elect_offline", 0)) is not None
+
+
+def test_the_assignment_waits_for_an_election_the_controller_owes():
+    """A leaderless partition with a replica to elect gets it in the record of the event that made it
+    electable (``_elect_in_record``'s rule): no assignment comes in between."""
+    model, s = _walk("kafka19522", REPLACED + ["assign_dir(r0)"])
+    t = model.step(s, ("restart", 1))                    # r1 back, cleanly: ISR and ELR empty, r0 assigned
+    assert model.step(t, ("elect_offline", 0)) is not None
+    u = t._replace(controller=t.controller._replace(offline_dirs=0b10))    # as if r1 came back on a new disk
+    assert model.step(u, ("assign_dir", 1)) is None      # r0 is owed the election first

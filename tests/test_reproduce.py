@@ -100,7 +100,18 @@ def test_a_follower_that_never_gets_a_record_is_paused_until_its_leader_dies():
 
 
 def test_a_second_death_is_held_when_the_first_victim_must_register_before_it_is_noticed():
-    steps = {s.index: s for s in _plan(_doc("kafka19522-crash-and-disk-loss")).steps}
+    # r1 crashes (step 7), r0 loses its disk (8); r1 is noticed and back (9, 10) before r0 is noticed (11)
+    model = Model(Config(mode="kafka19522", disk_losses=1, crashes=1, min_isr=2))
+    labels = ["produce(r0)", "send_fetch(r1)", "leader_handle_fetch(r0,r1)", "follower_handle_fetch(r1)",
+              "send_fetch(r1)", "leader_handle_fetch(r0,r1)", "crash(r1)", "lose_disk(r0)",
+              "controller_handle_failure(r1)", "restart(r1)", "controller_handle_failure(r0)", "restart(r0)",
+              "assign_dir(r0)", "elect_offline(r0)", "become_leader(r0)"]
+    states = [model.init_states()[0]]
+    for label in labels:
+        states.append(model.step(states[-1], model.parse_label(label)))
+        assert states[-1] is not None, label
+    assert model.violated(states[-1]) == ["NoCommittedDataLoss"]
+    steps = {s.index: s for s in compile_trace(states, labels).steps}
     assert steps[8].do == "lose_disk" and steps[8].hold
     assert not steps[7].hold
     steps = {s.index: s for s in _plan(_doc("kafka13141-disk-loss")).steps}
@@ -373,3 +384,24 @@ def test_the_zookeeper_kafka_18991_trace_is_the_kafka13141_one_searched_on_from_
     trace = Trace(states + list(found.states[1:]), labels + list(found.labels), found.invariant)
     assert json.dumps(to_itf(model, trace), indent=1) + "\n" == (
         CX / "kafka15583-zk-kafka-18991-old-epoch-response.itf.json").read_text()
+
+
+def test_the_clean_follower_trace_is_counterexamples_readmes_derivation_run_again():
+    """counterexamples/README.md's snippet for kafka19522-clean-follower-passed-over, run again (its
+    ``open`` caught): it writes the stored file byte for byte."""
+    readme = (CX / "README.md").read_text()
+    blocks = re.findall(r"```\npython - <<'PY'\n(.*?)PY\n```", readme, re.S)
+    code = next(b for b in blocks if "kafka19522-clean-follower-passed-over.itf.json" in b)
+    written = {}
+
+    class Catch:
+        def __init__(self, path):
+            self.path = path
+
+        def write(self, text):
+            written[self.path] = written.get(self.path, "") + text
+
+    exec(compile(code, "counterexamples/README.md", "exec"),
+         {"open": lambda path, mode="r": Catch(path), "__name__": "derivation"})
+    assert written == {"counterexamples/kafka19522-clean-follower-passed-over.itf.json":
+                       (CX / "kafka19522-clean-follower-passed-over.itf.json").read_text()}

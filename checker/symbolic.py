@@ -763,6 +763,8 @@ class Encoding:
         o, n = self.o, self.n
         small = o.Sum(isr) < self.cfg.min_isr
         elr = tuple(o.And(small, o.Or(c.elr[x], c.isr[x]), o.Not(isr[x]), x != unclean) for x in range(n))
+        if self.mode.last_known_leader_when_leaderless:       # 4.1.1: _broker_gone records it
+            return c._replace(isr=isr, elr=elr)
         empties = o.And(o.Not(o.Or(*isr)), o.Or(*c.isr), c.leader != UNDEFINED)
         known = tuple(o.If(empties, c.leader == x, c.last_known_elr[x]) for x in range(n))
         return c._replace(isr=isr, elr=elr, last_known_elr=known)

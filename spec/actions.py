@@ -68,7 +68,8 @@ def _with_isr(c: Controller, rules: Rules, isr: int, unclean_shutdown: int = 0) 
     also PartitionChangeBuilder.maybePopulateTargetElr: an ISR of at least min.insync.replicas
     clears the ELR; a smaller one adds the members it loses to the ELR, except brokers that came
     back from an unclean shutdown. An ISR that becomes empty records its last leader as the last
-    known leader (maybeUpdateLastKnownLeader, ``last_known_elr``)."""
+    known leader (maybeUpdateLastKnownLeader, ``last_known_elr``; from 4.1.1 ``_broker_gone`` records
+    it instead: ``last_known_leader_when_leaderless``)."""
     if not rules.mode.elr:
         return c._replace(isr=isr)
     if _size(isr) >= rules.cfg.min_isr:
@@ -76,7 +77,7 @@ def _with_isr(c: Controller, rules: Rules, isr: int, unclean_shutdown: int = 0) 
     else:
         elr = (c.elr | c.isr) & ~isr & ~unclean_shutdown
     known = c.last_known_elr
-    if not isr and c.isr and c.leader != UNDEFINED:
+    if not isr and c.isr and c.leader != UNDEFINED and not rules.mode.last_known_leader_when_leaderless:
         known = 1 << c.leader
     return c._replace(isr=isr, elr=elr, last_known_elr=known)
 
@@ -973,7 +974,12 @@ def _broker_gone(s: State, rules: Rules, r: int, successor: int = UNDEFINED) -> 
     keeps_last = _size(c.isr) == 1 and not rules.mode.elr
     if c.leader == r:
         isr = c.isr if keeps_last else c.isr & ~(1 << r)
-        s = _with_controller(s, _with_isr(c, rules, isr)._replace(leader=UNDEFINED, live=live))
+        c = _with_isr(c, rules, isr)._replace(leader=UNDEFINED, live=live)
+        if rules.mode.last_known_leader_when_leaderless and not c.last_known_elr:
+            # 4.1.1: the change that names no leader records the last one, if none is recorded
+            # (maybeUpdateLastKnownLeader @4.1.1); an election in the same record clears it again
+            c = c._replace(last_known_elr=1 << r)
+        s = _with_controller(s, c)
         if rules.mode.fence_elects:
             return _elect_in_record(s, rules, successor)
         return s if successor == UNDEFINED else None
@@ -1043,6 +1049,9 @@ def _broker_gone_terms(enc, s: SState, r: int, successor: int = UNDEFINED):
     new = ite(o, o.Or(leads, removing), enc.with_isr(c, isr), c)
     new = new._replace(leader=o.If(leads, UNDEFINED, c.leader), epoch=o.If(bump, c.epoch + 1, c.epoch),
                        live=enc.bit(c.live, r, False))
+    if mode.elr and mode.last_known_leader_when_leaderless:     # actions._broker_gone, 4.1.1
+        record = o.And(leads, o.Not(o.Or(*c.last_known_elr)))
+        new = new._replace(last_known_elr=tuple(o.If(record, x == r, k) for x, k in enumerate(new.last_known_elr)))
     ok, t = o.Not(o.And(bump, c.epoch + 1 > enc.cfg.max_epoch)), enc.with_controller(s, new)
     if mode.fence_elects:
         elected, t = _elect_in_record_terms(enc, leads, t, successor)

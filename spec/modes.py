@@ -161,6 +161,10 @@ class Mode:
     # with ELR, the directory assignment's change is built without the ELR flag and empties the ELR
     # (ReplicationControlManager.handleAssignReplicasToDirs, 4.0.0-4.2.x)
     assignment_clears_elr: bool = False
+    # with ELR, the last known leader is recorded by the change that leaves the partition without a
+    # leader, when none is recorded yet (4.1.1); before, by the change that empties the ISR, over the one
+    # recorded (PartitionChangeBuilder.maybeUpdateLastKnownLeader)
+    last_known_leader_when_leaderless: bool = False
     # action functions replaced by name (same signature as in spec/actions.py): (name, function) pairs
     actions: Tuple[Tuple[str, Callable], ...] = ()
 
@@ -403,12 +407,18 @@ KAFKA18991_40 = KIP966.variant(
     accept_old_epoch_response=False, changes=(FIX_18991,))
 
 KAFKA19522 = KAFKA18991_40.variant(
-    "kafka19522", "4.1-4.2 (KRaft)", summary="a fenced last known leader is not elected (ELR on by "
-    "default in new clusters)", elect_fenced_last_leader=False,
+    "kafka19522", "4.1.1-4.2 (KRaft)", summary="a fenced last known leader is not elected (ELR on by "
+    "default in new clusters)", elect_fenced_last_leader=False, last_known_leader_when_leaderless=True,
     changes=(
         Change("the last known leader is elected only while it is unfenced", "KAFKA-19522",
                "PartitionChangeBuilder.canElectLastKnownLeader @4.1.0 (returns false when the last known "
                "leader is not acceptable; @4.0.1 only logs it)"),
+        Change("the last known leader is recorded by the change that leaves the partition without a leader, "
+               "if none is recorded yet (before: by the change that empties the ISR, over the one recorded); "
+               "the two differ only where an ISR member may be refused as leader (a replaced disk's offline "
+               "directory), so 4.1.0, which has the old rule and KAFKA-19522's fix, has no mode",
+               "(4.1.1)", "PartitionChangeBuilder.maybeUpdateLastKnownLeader @4.1.1 (@4.1.0, @4.0.1: on an "
+               "emptied ISR)"),
     ))
 
 PR20716 = KAFKA19522.variant(
@@ -469,12 +479,13 @@ def without_elr(mode: Mode) -> Optional[Mode]:
     """
     if not mode.elr:
         return None
-    off = dataclasses.replace(mode, elr=False, elect_fenced_last_leader=False, assignment_clears_elr=False)
+    off = dataclasses.replace(mode, elr=False, elect_fenced_last_leader=False, assignment_clears_elr=False,
+                              last_known_leader_when_leaderless=False)
     for m in reversed(LADDER):
         if same_rules(m, off):
             return m
     return mode.variant(f"{mode.name}-no-elr", elr=False, elect_fenced_last_leader=False,
-                        assignment_clears_elr=False, summary="ELR off",
+                        assignment_clears_elr=False, last_known_leader_when_leaderless=False, summary="ELR off",
                         changes=(Change("the ELR feature is off: the rules of the releases before KIP-966",
                                         "KIP-966", "PartitionChangeBuilder.setEligibleLeaderReplicasEnabled "
                                         "@4.0.0"),))

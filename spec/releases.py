@@ -143,10 +143,12 @@ LINES: Tuple[Line, ...] = (
     Line("3.9.1", "3.9.2", "kafka18991", KRAFT),
     Line("4.0.0", "4.0.0", "kip966", KRAFT),
     Line("4.0.1", "4.0.2", "kafka18991-4.0", KRAFT),
-    Line("4.1.0", "4.2.2", "kafka19522", KRAFT),
+    Line("4.1.1", "4.2.2", "kafka19522", KRAFT),
     Line("4.3.0", "4.4.0", "pr20716", KRAFT),
 )
 GAPS = (
+    ("4.1.0", "4.1.0", "4.1.0 has KAFKA-19522's fix but records the last known leader as 4.0 does "
+     "(PartitionChangeBuilder.maybeUpdateLastKnownLeader @4.1.0); 4.1.1 changed that"),
     ("2.0.1", "2.0.1", "2.0.1 already has 2.1's KAFKA-7415, KAFKA-7128 and KAFKA-7164 but not KIP-320's fencing"),
 )
 # ZooKeeper was removed in 4.0 (KIP-833): --zookeeper covers 3.x only

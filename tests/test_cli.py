@@ -126,7 +126,7 @@ def test_no_elr_runs_the_mode_without_elr_and_says_so():
     done = run_cli_here("verify", "--mode=kafka19522", "--no-elr", "--min-isr=2", "--power-failures=1",
                         "--crashes=0", "--out", os.devnull, "--force")
     assert done.returncode == 1, done.stderr
-    assert "--no-elr: kafka19522 (Kafka 4.1-4.2 (KRaft)) with ELR off follows kafka18991's rules" in done.stderr
+    assert "--no-elr: kafka19522 (Kafka 4.1.1-4.2 (KRaft)) with ELR off follows kafka18991's rules" in done.stderr
     assert "mode=kafka18991 " in done.stdout
     assert "violated: NoCommittedDataLoss after 13 steps" in done.stdout
 

@@ -410,3 +410,16 @@ def test_the_assignment_waits_for_an_election_the_controller_owes():
     assert model.step(t, ("elect_offline", 0)) is not None
     u = t._replace(controller=t.controller._replace(offline_dirs=0b10))    # as if r1 came back on a new disk
     assert model.step(u, ("assign_dir", 1)) is None      # r0 is owed the election first
+
+
+@pytest.mark.parametrize("mode, known", [("kafka19522", 0b10), ("kafka18991-4.0", 0)])
+def test_from_4_1_1_a_leaderless_change_records_the_last_known_leader_though_the_isr_stays(mode, known):
+    """r0, back on a replaced disk, rejoins the ISR before its directory is assigned (ISR admission
+    reads no directories); r1's fence then elects nobody and leaves ISR {r0}. 4.1.1 records r1 as
+    the last known leader on that leaderless change (``maybeUpdateLastKnownLeader @4.1.1``); 4.0.x
+    and 4.1.0 only when the ISR empties (``@4.0.1``, ``@4.1.0``)."""
+    model, s = _walk(mode, ["lose_disk(r0)", "controller_handle_failure_leader(r0,r1)", "restart(r0)",
+                            "become_leader(r1)", "become_follower(r0)", "send_fetch(r0)", "leader_handle_fetch(r1,r0)"])
+    assert (s.controller.leader, s.controller.isr, s.controller.offline_dirs) == (1, 0b11, 0b01)
+    t = model.step(s, ("session_expire", 1))
+    assert (t.controller.leader, t.controller.isr, t.controller.last_known_elr) == (U, 0b01, known)

@@ -40,7 +40,7 @@ def test_a_kept_proof_still_proves(path):
     doc, model = _load(path)
     if path.stem == BY_CLI:
         assert doc["config"]["mode"] in ("epoch", "kafka19522") and doc["config"]["records"] == 1
-        r = run_cli("prove", "--mode", "epoch", "--records", "1", "--crashes", "1", "--invariant", "NoLogDivergence",
+        r = run_cli("prove", "--mode", "kafka19522", "--records", "1", "--crashes", "1", "--invariant", "NoLogDivergence",
                     "--lemmas", path)
         assert r.returncode == 0, r.stdout + r.stderr
         assert "verdict: holds at every depth" in r.stdout

@@ -26,11 +26,16 @@ ACCELERATED = [
 ]
 
 
+def _on(name: str) -> bool:
+    """An environment switch: set and not 0/false/no (``HWCHECK_COMPILE=0`` means off)."""
+    return os.environ.get(name, "").strip().lower() not in ("", "0", "false", "no")
+
+
 class optional_build_ext(build_ext):
     """build_ext that warns and goes on, pure Python, when an extension does not compile."""
 
     def run(self):
-        if getattr(self, "editable_mode", False) and not os.environ.get("HWCHECK_COMPILE"):
+        if getattr(self, "editable_mode", False) and not _on("HWCHECK_COMPILE"):
             self._skip("editable install: plain Python (HWCHECK_COMPILE=1 compiles, to spec/*.so)")
             return
         try:
@@ -50,7 +55,7 @@ class optional_build_ext(build_ext):
 
 
 def extensions():
-    if os.environ.get("HWCHECK_PURE"):
+    if _on("HWCHECK_PURE"):
         return []
     try:
         from Cython.Build import cythonize

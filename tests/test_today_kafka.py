@@ -146,8 +146,8 @@ def test_the_stories_of_the_counterexamples_replay():
 
 
 def test_the_html_report_shows_the_elr_and_broker_epochs(tmp_path, browser_page):
-    """The 4.1+ disk-loss trace in Chromium: the controller line names ELR, last known leader and
-    broker epochs, the history line the disk losses."""
+    """The 4.1+ disk-loss trace in Chromium: the controller line names ELR, last known leader,
+    broker epochs and a replaced disk's offline directory, the history line the disk losses."""
     page = browser_page
     page.goto(_report(tmp_path, CX / "kafka19522-two-disk-losses-loss.itf.json").as_uri())
     page.keyboard.press("End")
@@ -156,4 +156,9 @@ def test_the_html_report_shows_the_elr_and_broker_epochs(tmp_path, browser_page)
     assert "disk losses 2" in page.inner_text("#history")
     page.keyboard.press("Home")
     assert "broker epochs r0:0 r1:0" in page.inner_text("#controller")
+    for _ in range(11):                     # step 11, restart(r0): back on its new disk, not yet assigned
+        page.keyboard.press("ArrowRight")
+    assert "directory offline {r0}" in page.inner_text("#controller")
+    page.keyboard.press("ArrowRight")       # step 12, assign_dir(r0)
+    assert "directory offline" not in page.inner_text("#controller")
     assert page.errors == []

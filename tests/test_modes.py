@@ -423,3 +423,18 @@ def test_from_4_1_1_a_leaderless_change_records_the_last_known_leader_though_the
     assert (s.controller.leader, s.controller.isr, s.controller.offline_dirs) == (1, 0b11, 0b01)
     t = model.step(s, ("session_expire", 1))
     assert (t.controller.leader, t.controller.isr, t.controller.last_known_elr) == (U, 0b01, known)
+
+
+@pytest.mark.parametrize("mode, epochs", [("kafka15583", (0, 1, 2)), ("kafka19522", (0, 1, 2)),
+                                          ("kafka15583-zk", (1, 1, 2)), ("kafka14704", (1, 1, 2))])
+def test_kraft_bumps_the_epoch_to_no_leader_and_zookeeper_on_an_isr_removal(mode, epochs):
+    """KRaft (``PartitionRegistration.merge``): a follower's fence keeps the leader epoch (3.6-IV0),
+    the leader's fence with nobody to elect names no leader at epoch + 1, and the next election bumps
+    again. ZooKeeper: removing the follower from the ISR bumps (OfflineReplica), the leader's failure
+    leaves the partition offline at the same epoch, and the election bumps once."""
+    model = Model(Config(mode=mode, crashes=2))
+    states = run_labels(model, [("crash", 1), ("controller_handle_failure", 1), ("crash", 0),
+                                ("controller_handle_failure", 0), ("restart", 0), ("elect_offline", 0)])
+    s, t, u = states[2], states[4], states[6]
+    assert (s.controller.epoch, t.controller.epoch, u.controller.epoch) == epochs
+    assert t.controller.leader == U and u.controller.leader == 0

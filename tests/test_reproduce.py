@@ -405,3 +405,28 @@ def test_the_clean_follower_trace_is_counterexamples_readmes_derivation_run_agai
          {"open": lambda path, mode="r": Catch(path), "__name__": "derivation"})
     assert written == {"counterexamples/kafka19522-clean-follower-passed-over.itf.json":
                        (CX / "kafka19522-clean-follower-passed-over.itf.json").read_text()}
+
+
+def test_a_preferred_election_whose_answer_never_comes_is_placed_by_the_controllers_record(monkeypatch):
+    """Admin.electLeaders without an answer in 30 s (seen once in CI on 3.9.0 on ZooKeeper, with r0
+    leading at the next epoch within a second): the step is placed if the controller's record names
+    r0 at a newer epoch, and is an error in one line otherwise."""
+    from concurrent.futures import TimeoutError as NoAnswer
+    from types import SimpleNamespace
+
+    from hwcheck.cluster.brokers import ClusterError
+    from hwcheck.cluster.client import Client
+
+    class Silent:
+        def result(self, timeout=None):
+            raise NoAnswer()
+
+    client = object.__new__(Client)
+    client.cluster = SimpleNamespace(kraft=True, release=release("4.1.1"))
+    client.admin = SimpleNamespace(elect_leaders=lambda *a, **k: Silent())
+    views = iter([SimpleNamespace(leader=1, leader_epoch=3), SimpleNamespace(leader=0, leader_epoch=4)])
+    monkeypatch.setattr(Client, "_partition", lambda self: next(views))
+    client.elect_preferred()                                  # r0 leads at epoch 4: placed
+    views = iter([SimpleNamespace(leader=1, leader_epoch=3), SimpleNamespace(leader=1, leader_epoch=3)])
+    with pytest.raises(ClusterError, match="no answer within 30 s, and the controller's record does not name r0"):
+        client.elect_preferred()

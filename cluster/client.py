@@ -237,7 +237,8 @@ class Client:
         ck, admin = _confluent()
         from concurrent.futures import TimeoutError as NoAnswer
         from confluent_kafka import ElectionType, KafkaException, TopicPartition
-        before = self._partition()
+        from .observe import recorded_partition
+        before = recorded_partition(self.cluster)
         try:
             result = self.admin.elect_leaders(ElectionType.PREFERRED, [TopicPartition(TOPIC, 0)]).result(30)
         except KafkaException as e:
@@ -246,7 +247,7 @@ class Client:
             # the controller may have acted with its answer late or lost (a CI run on 3.9.0 on
             # ZooKeeper: r0 led at the next epoch within a second, and no ElectLeaders answer came
             # in 30 s): the step is placed once the controller's own record names r0 at a newer epoch
-            after = self._partition()
+            after = recorded_partition(self.cluster)
             if after is not None and after.leader == 0 and (before is None or after.leader_epoch > before.leader_epoch):
                 return
             raise ClusterError("preferred election: no answer within 30 s, and the controller's record does "
@@ -254,12 +255,6 @@ class Client:
         for _, err in (result or {}).items():
             if err is not None:
                 raise ClusterError(f"preferred election refused: {err}")
-
-    def _partition(self):
-        """The partition as the controller's record has it (ZooKeeper's state znode, KRaft's metadata
-        log): ``wire.PartitionView`` or None."""
-        from .observe import kraft_view, zookeeper_view
-        return kraft_view(self.cluster) if self.cluster.kraft else zookeeper_view(self.cluster)
 
     def _elect_preferred_znode(self, timeout: float = 30.0) -> None:
         import json

@@ -49,7 +49,7 @@ class Fenced:
 def _partition(cluster, topic: str):
     """(leader, ISR) of ``topic``-0 as the controller wrote it (cluster/observe.py: the KRaft
     controller's metadata log, or the partition's state znode); (None, ()) before it exists."""
-    view = observe.kraft_view(cluster, topic) if cluster.kraft else observe.zookeeper_view(cluster, topic)
+    view = observe.recorded_partition(cluster, topic)
     return (None, ()) if view is None else (view.leader, tuple(sorted(view.isr)))
 
 

@@ -144,8 +144,13 @@ def _znode(cluster: Cluster, path: str):
         return None
 
 
+def recorded_partition(cluster: Cluster, topic: str = TOPIC) -> Optional[wire.PartitionView]:
+    """The partition as its controller recorded it: ``kraft_view`` or ``zookeeper_view``."""
+    return kraft_view(cluster, topic) if cluster.kraft else zookeeper_view(cluster, topic)
+
+
 def observe(cluster: Cluster, acked: Dict[int, int]) -> View:
-    pv = kraft_view(cluster) if cluster.kraft else zookeeper_view(cluster)
+    pv = recorded_partition(cluster)
     replicas = tuple(replica_view(cluster, r) for r in range(cluster.replicas))
     if pv is None:
         return View(None, None, None, None, None, replicas, dict(acked))

@@ -414,6 +414,7 @@ def test_a_preferred_election_whose_answer_never_comes_is_placed_by_the_controll
     from concurrent.futures import TimeoutError as NoAnswer
     from types import SimpleNamespace
 
+    from hwcheck.cluster import observe as observe_module
     from hwcheck.cluster.brokers import ClusterError
     from hwcheck.cluster.client import Client
 
@@ -425,7 +426,7 @@ def test_a_preferred_election_whose_answer_never_comes_is_placed_by_the_controll
     client.cluster = SimpleNamespace(kraft=True, release=release("4.1.1"))
     client.admin = SimpleNamespace(elect_leaders=lambda *a, **k: Silent())
     views = iter([SimpleNamespace(leader=1, leader_epoch=3), SimpleNamespace(leader=0, leader_epoch=4)])
-    monkeypatch.setattr(Client, "_partition", lambda self: next(views))
+    monkeypatch.setattr(observe_module, "recorded_partition", lambda cluster: next(views))
     client.elect_preferred()                                  # r0 leads at epoch 4: placed
     views = iter([SimpleNamespace(leader=1, leader_epoch=3), SimpleNamespace(leader=1, leader_epoch=3)])
     with pytest.raises(ClusterError, match="no answer within 30 s, and the controller's record does not name r0"):

@@ -1010,7 +1010,7 @@ def _elect_in_record(s: State, rules: Rules, successor: int) -> Optional[State]:
     if successor != UNDEFINED:
         return elect_offline(s, rules, successor)
     c = s.controller
-    if c.epoch == rules.cfg.max_epoch or any(elect_offline(s, rules, x) for x in range(rules.n)):
+    if c.epoch == rules.cfg.max_epoch or _election_owed(s, rules):
         return None
     return _with_controller(s, c._replace(epoch=c.epoch + 1))
 
@@ -1147,6 +1147,12 @@ def register_terms(enc, s, r):
     return o.And(s.reps[r].alive, o.Not(c.live[r])), enc.with_controller(s, c._replace(live=enc.bit(c.live, r, True)))
 
 
+def _election_owed(s: State, rules: Rules) -> bool:
+    """A leaderless partition has a replica ``elect_offline`` would take: the controller writes that
+    election in the record of the event that made it possible, before anything else."""
+    return any(elect_offline(s, rules, x) for x in range(rules.n))
+
+
 def _acceptable(c: Controller) -> int:
     """The replicas an election may take as leader (``ReplicationControlManager.LeaderAcceptor.test``
     @3.7.0, @4.1.1: an active broker whose registration lists the directory the partition assigns it;
@@ -1167,7 +1173,7 @@ def assign_dir(s: State, rules: Rules, r: int) -> Optional[State]:
     c = s.controller
     if not (s.replicas[r].alive and c.offline_dirs >> r & 1):
         return None
-    if c.leader == UNDEFINED and any(elect_offline(s, rules, x) for x in range(rules.n)):
+    if _election_owed(s, rules):
         return None
     c = c._replace(offline_dirs=c.offline_dirs & ~(1 << r))
     if rules.mode.elr and rules.mode.assignment_clears_elr:

@@ -459,6 +459,11 @@ def same_rules(a: Mode, b: Mode) -> bool:
     return all(getattr(a, name) == getattr(b, name) for name in RULES) and dict(a.actions) == dict(b.actions)
 
 
+# the ELR feature and the rules that exist only with it, as a cluster without the feature has them
+WITHOUT_ELR_RULES: Mapping[str, bool] = {"elr": False, "elect_fenced_last_leader": False,
+                                         "assignment_clears_elr": False, "last_known_leader_when_leaderless": False}
+
+
 def without_elr(mode: Mode) -> Optional[Mode]:
     """The mode a cluster of ``mode``'s releases follows with the ELR feature off
     (eligible.leader.replicas.version=0: 4.0's default, and a 4.1+ cluster upgraded from 3.x, whose
@@ -479,13 +484,11 @@ def without_elr(mode: Mode) -> Optional[Mode]:
     """
     if not mode.elr:
         return None
-    off = dataclasses.replace(mode, elr=False, elect_fenced_last_leader=False, assignment_clears_elr=False,
-                              last_known_leader_when_leaderless=False)
+    off = dataclasses.replace(mode, **WITHOUT_ELR_RULES)
     for m in reversed(LADDER):
         if same_rules(m, off):
             return m
-    return mode.variant(f"{mode.name}-no-elr", elr=False, elect_fenced_last_leader=False,
-                        assignment_clears_elr=False, last_known_leader_when_leaderless=False, summary="ELR off",
+    return mode.variant(f"{mode.name}-no-elr", summary="ELR off", **WITHOUT_ELR_RULES,
                         changes=(Change("the ELR feature is off: the rules of the releases before KIP-966",
                                         "KIP-966", "PartitionChangeBuilder.setEligibleLeaderReplicasEnabled "
                                         "@4.0.0"),))

@@ -389,15 +389,12 @@ def test_a_replaced_disk_is_refused_as_leader_until_its_directory_is_assigned(mo
 def test_a_replaced_disk_before_3_7_or_on_zookeeper_leads_at_once():
     """kip903 (3.6) and a ZooKeeper 3.7-3.9 cluster have no directory ids: no assign_dir, and the
     restarted broker is electable at once (a leaderless ISR member)."""
-    labels = ["produce(r0)", "send_fetch(r1)", "leader_handle_fetch(r0,r1)", "follower_handle_fetch(r1)",
-              "send_fetch(r1)", "leader_handle_fetch(r0,r1)", "lose_disk(r0)", "controlled_shutdown(r1)",
-              "controller_handle_failure(r0)", "restart(r0)"]
     for mode in ("kip903", "kafka15583-zk"):
-        model, s = _walk(mode, labels)
+        model, s = _walk(mode, REPLACED)
         assert s.controller.offline_dirs == 0 and s.replicas[0].new_directory == 0
         assert "assign_dir" not in model.action_names
         assert model.step(s, ("elect_offline", 0)) is not None, mode
-    model, s = _walk("kafka15583", labels)        # 3.7-3.9.0 KRaft: refused until assigned
+    model, s = _walk("kafka15583", REPLACED)      # 3.7-3.9.0 KRaft: refused until assigned
     assert model.step(s, ("elect_offline", 0)) is None
     assert model.step(model.step(s, ("assign_dir", 0)), ("elect_offline", 0)) is not None
 

@@ -8,8 +8,9 @@ exhaustively; this tree against a base commit, side by side in one run.
     python benchmarks/rf3.py --rows defaults --base none      # this tree alone
 
 Each code is installed by pip into a temp folder first (compiled where its setup.py compiles it, as a
-user gets it; ``--plain`` runs the source folders instead). Every row is one bfs (mode kafka19522, 3 replicas, min ISR 2, records 2, max epoch 3, ``--symmetry``,
-2 workers) in a fresh process, run on the base code and on this tree one after the other, row by
+user gets it; ``--plain`` runs the source folders instead). Every row is one bfs (the newest mode of
+each code, ``epoch``: kafka19522 at b239010, pr20716 now, the same rules but after a disk loss;
+3 replicas, min ISR 2, records 2, max epoch 3, ``--symmetry``, 2 workers) in a fresh process, run on the base code and on this tree one after the other, row by
 row, so both see the same machine. A row stops at its goal's time (60 s for one fault, 15 min for
 two) times ``--slack`` (default 2), or at ``--limit`` seconds; a search stopped there reports how
 far it got. ``defaults`` is ``hwcheck verify --mode=epoch`` on its defaults (2 replicas, no
@@ -34,7 +35,7 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BASE = "b239010"          # main when issue 43 was first worked on
 PACKAGES = ("spec", "checker", "cli", "cluster", "explore")     # hwcheck.<name> = <tree>/<name>
-SHAPE = {"mode": "kafka19522", "replicas": 3, "min_isr": 2, "records": 2, "max_epoch": 3}
+SHAPE = {"mode": "epoch", "replicas": 3, "min_isr": 2, "records": 2, "max_epoch": 3}
 ONE, TWO = 60, 900        # the goals, in seconds
 ROWS = {   # name -> (settings over SHAPE, symmetry, goal s)
     "crashes-1": ({"crashes": 1}, True, ONE),
@@ -44,7 +45,7 @@ ROWS = {   # name -> (settings over SHAPE, symmetry, goal s)
     "crash-power-failure": ({"crashes": 1, "power_failures": 1}, True, TWO),
     "crash-disk-loss": ({"crashes": 1, "disk_losses": 1}, True, TWO),
     "power-failure-disk-loss": ({"power_failures": 1, "disk_losses": 1, "crashes": 0}, True, TWO),
-    "defaults": ({"mode": "epoch", "replicas": 2, "min_isr": 1}, False, ONE),
+    "defaults": ({"replicas": 2, "min_isr": 1}, False, ONE),
 }
 GROUPS = {"one-fault": [r for r, (_, _, g) in ROWS.items() if g == ONE and r != "defaults"],
           "two-faults": [r for r, (_, _, g) in ROWS.items() if g == TWO]}
@@ -62,8 +63,8 @@ def stop_at_limit(report):
         raise KeyboardInterrupt      # bfs stops, terminates its workers and says how far it got
 
 r = bfs(model, symmetry=symmetry, workers=2, progress=stop_at_limit)
-print(json.dumps({"verdict": r.verdict, "distinct": r.distinct_states, "generated": r.generated_states,
-                  "depth": r.depth, "wall": r.elapsed, "rss": r.peak_rss_mb, "complete": r.complete,
+print(json.dumps({"mode": model.cfg.mode, "verdict": r.verdict, "distinct": r.distinct_states,
+                  "generated": r.generated_states, "depth": r.depth, "wall": r.elapsed, "rss": r.peak_rss_mb, "complete": r.complete,
                   "steps": r.violations[0].steps if r.violations else None}))
 """
 
@@ -148,8 +149,8 @@ def main() -> None:
         codes = [(f"{label} ({compiled(path)})", path) for label, path in codes]
         load = os.getloadavg()[0]
         print(f"hwcheck rf3 benchmark: {os.cpu_count()} cores, load average {load:.1f} at start; "
-              f"{SHAPE['mode']}, 3 replicas, min ISR 2, records 2, max epoch 3, 2 workers")
-        header = ["row", "code", "verdict", "classes", "generated", "depth", "wall s", "classes/s", "RSS MB", "ratio"]
+              f"the newest mode of each code, 3 replicas, min ISR 2, records 2, max epoch 3, 2 workers")
+        header = ["row", "code", "mode", "verdict", "classes", "generated", "depth", "wall s", "classes/s", "RSS MB", "ratio"]
         table = []
         try:
             measure(rows, codes, args, table)
@@ -183,7 +184,7 @@ def measure(rows, codes, args, table) -> None:
                     ratio = f"{b['wall'] / a['wall']:.2f}x time"
                 else:
                     ratio = f"{(b['distinct'] / b['wall']) / (a['distinct'] / a['wall']):.2f}x classes/s"
-            table.append([name, label, describe(r), f"{r['distinct']:,}", f"{r['generated']:,}", str(r["depth"]),
+            table.append([name, label, r["mode"], describe(r), f"{r['distinct']:,}", f"{r['generated']:,}", str(r["depth"]),
                           f"{r['wall']:.1f}", f"{r['distinct'] / r['wall']:,.0f}", f"{r['rss']:.0f}", ratio])
             print("  " + "  ".join(table[-1]), file=sys.stderr, flush=True)
 

@@ -5,6 +5,8 @@ import os
 import subprocess
 import sys
 
+from hwcheck.spec import Config
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RUN = os.path.join(ROOT, "benchmarks", "run.py")
 
@@ -61,8 +63,9 @@ def test_rf3_prints_a_row_per_run_and_leaves_no_temp_folder(tmp_path):
     assert out.returncode == 0, out.stderr
     [row] = [line for line in out.stdout.splitlines() if line.startswith("defaults ")]
     cells = row.split()
-    assert cells[1:4] == ["this", "tree", "(plain)"] and cells[4] in ("holds", "stopped")
-    assert int(cells[5].replace(",", "")) > 0           # classes reached
+    assert cells[1:4] == ["this", "tree", "(plain)"] and cells[5] in ("holds", "stopped")
+    assert cells[4] == Config(mode="epoch").mode         # the newest mode of the code measured
+    assert int(cells[6].replace(",", "")) > 0           # classes reached
     assert list(tmp_path.iterdir()) == []                # the temp folder is gone
 
 

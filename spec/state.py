@@ -227,5 +227,23 @@ def _generated_replace(cls):
     return cls
 
 
+_tuple_new = tuple.__new__
+
+
+def _reduce(self):
+    """How pickle rebuilds a state's tuples: ``tuple.__new__(cls, fields)``, a C call, where a
+    NamedTuple's own way calls ``__getnewargs__`` to save it and the generated ``__new__`` to load
+    it, two interpreted frames per tuple; bfs pickles every new state into its frontier and loads it
+    back to expand it (checker/bfs.py). The same tuple comes back.
+
+    >>> import pickle
+    >>> c = Controller(0, 1, 3, 3)
+    >>> pickle.loads(pickle.dumps(c)) == c, type(pickle.loads(pickle.dumps(c))) is Controller
+    (True, True)
+    """
+    return _tuple_new, (type(self), tuple(self))
+
+
 for _cls in (Fetch, FetchResponse, EpochRequest, EpochResponse, Replica, Controller, History, State):
     _generated_replace(_cls)
+    _cls.__reduce__ = _reduce

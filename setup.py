@@ -19,6 +19,7 @@ from setuptools.command.build_ext import build_ext
 ACCELERATED = [
     ("hwcheck.spec.state", "spec/state.py"),
     ("hwcheck.spec.actions", "spec/actions.py"),
+    ("hwcheck.spec.log", "spec/log.py"),
     ("hwcheck.spec.model", "spec/model.py"),
     ("hwcheck.spec.invariants", "spec/invariants.py"),
     ("hwcheck.spec.renaming", "spec/renaming.py"),

@@ -10,13 +10,13 @@ exhaustively; this tree against a base commit, side by side in one run.
 Each code is installed by pip into a temp folder first (compiled where its setup.py compiles it, as a
 user gets it; ``--plain`` runs the source folders instead). Every row is one bfs (the newest mode of
 each code, ``epoch``: kafka19522 at b239010, pr20716 now, the same rules but after a disk loss;
-3 replicas, min ISR 2, records 2, max epoch 3, ``--symmetry``, 2 workers) in a fresh process, run on the base code and on this tree one after the other, row by
-row, so both see the same machine. A row stops at its goal's time (60 s for one fault, 15 min for
-two) times ``--slack`` (default 2), or at ``--limit`` seconds; a search stopped there reports how
-far it got. ``defaults`` is ``hwcheck verify --mode=epoch`` on its defaults (2 replicas, no
-symmetry), the row whose speed must not fall.
+3 replicas, min ISR 2, records 2, max epoch 3, ``--symmetry``, 2 workers) in a fresh process, run on
+the base code and on this tree one after the other, row by row, so both see the same machine. A row
+stops at its goal's time (60 s for one fault, 15 min for two) times ``--slack`` (default 2), or at
+``--limit`` seconds; a search stopped there reports how far it got. ``defaults`` is ``hwcheck verify
+--mode=epoch`` on its defaults (2 replicas, no symmetry), the row whose speed must not fall.
 
-Printed per row and code: the verdict, classes (distinct states), generated states, depth, wall
+Printed per row and code: the mode it ran, the verdict, classes (distinct states), generated states, depth, wall
 seconds, classes per second and peak RSS (workers included); then the ratio of this tree to the
 base: of wall times where both finished, else of classes per second (reached in the same time).
 """
@@ -64,8 +64,8 @@ def stop_at_limit(report):
 
 r = bfs(model, symmetry=symmetry, workers=2, progress=stop_at_limit)
 print(json.dumps({"mode": model.cfg.mode, "verdict": r.verdict, "distinct": r.distinct_states,
-                  "generated": r.generated_states, "depth": r.depth, "wall": r.elapsed, "rss": r.peak_rss_mb, "complete": r.complete,
-                  "steps": r.violations[0].steps if r.violations else None}))
+                  "generated": r.generated_states, "depth": r.depth, "wall": r.elapsed, "rss": r.peak_rss_mb,
+                  "complete": r.complete, "steps": r.violations[0].steps if r.violations else None}))
 """
 
 
@@ -150,7 +150,8 @@ def main() -> None:
         load = os.getloadavg()[0]
         print(f"hwcheck rf3 benchmark: {os.cpu_count()} cores, load average {load:.1f} at start; "
               f"the newest mode of each code, 3 replicas, min ISR 2, records 2, max epoch 3, 2 workers")
-        header = ["row", "code", "mode", "verdict", "classes", "generated", "depth", "wall s", "classes/s", "RSS MB", "ratio"]
+        header = ["row", "code", "mode", "verdict", "classes", "generated", "depth", "wall s", "classes/s", "RSS MB",
+                  "ratio"]
         table = []
         try:
             measure(rows, codes, args, table)
@@ -184,8 +185,9 @@ def measure(rows, codes, args, table) -> None:
                     ratio = f"{b['wall'] / a['wall']:.2f}x time"
                 else:
                     ratio = f"{(b['distinct'] / b['wall']) / (a['distinct'] / a['wall']):.2f}x classes/s"
-            table.append([name, label, r["mode"], describe(r), f"{r['distinct']:,}", f"{r['generated']:,}", str(r["depth"]),
-                          f"{r['wall']:.1f}", f"{r['distinct'] / r['wall']:,.0f}", f"{r['rss']:.0f}", ratio])
+            table.append([name, label, r["mode"], describe(r), f"{r['distinct']:,}", f"{r['generated']:,}",
+                          str(r["depth"]), f"{r['wall']:.1f}", f"{r['distinct'] / r['wall']:,.0f}",
+                          f"{r['rss']:.0f}", ratio])
             print("  " + "  ".join(table[-1]), file=sys.stderr, flush=True)
 
 

@@ -146,8 +146,7 @@ def _leave_fetcher(s: State, rules: Rules, f: int) -> State:
     if not (rules.mode.accept_old_epoch_response and msg and msg.kind == FETCH_RESPONSE and not s.stale[f]):
         return _abandon(s, f)
     waiting = msg._replace(fetch_offset=s.replicas[f].leo)
-    return _state(s.replicas, s.controller, _put(s.inflight, f, ()),
-                 _put(s.stale, f, waiting), s.history)
+    return _state(s.replicas, s.controller, _put(s.inflight, f, ()), _put(s.stale, f, waiting), s.history)
 
 
 def _leave_fetcher_terms(enc, s: SState, f: int) -> SState:

@@ -55,7 +55,8 @@ def test_the_new_rungs_sit_after_kip380_in_release_order():
 # a leader at epoch 2 whose log holds epoch 0 at offsets 0..2 and epoch 2 at 3..4
 LEADER_LOG = ((0, 0), (1, 0), (2, 0), (3, 2), (4, 2))
 CRAFTED_LEADER = Replica(alive=1, role=LEADER, leader_epoch=2, leader=0, isr=0b11, log=LEADER_LOG, hw=3, flushed=0,
-                         epoch_cache=((0, 0), (2, 3)), truncating=0, remote_leo=(UNDEFINED, 3), leading_since=2)
+                         epoch_cache=((0, 0), (2, 3)), truncating=0, remote_leo=(UNDEFINED, 3), leading_since=2,
+                         remote_fetch_leo=(UNDEFINED, UNDEFINED))     # a leader keeps one per replica
 
 
 def _fetch(offset, last_epoch, leader_epoch=2):

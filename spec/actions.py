@@ -31,7 +31,7 @@ from .log import append, epoch_start, latest_epoch, truncate
 from .modes import FETCHING, TRUNCATING, TRUNCATING_AGAIN, Mode, follower_truncation
 from .state import (EPOCH_REQUEST, EPOCH_RESPONSE, FETCH, FETCH_RESPONSE, FOLLOWER, LEADER, NO_MESSAGE, NONE,
                     PREFERRED, UNDEFINED, Controller, EpochRequest, EpochResponse, Fetch, FetchResponse, History,
-                    Message, Replica, State, in_office)
+                    Message, Replica, State, build, in_office)
 from .terms import ZERO, SCtl, SMsg, SRep, SStale, SState, equal, in_office_terms, ite, tmin
 
 
@@ -44,16 +44,13 @@ class Rules(NamedTuple):
 
 # ---------------------------------------------------------------- small state updates
 
-# (these helpers run on every step the checker takes: they build a State with ``tuple.__new__`` and
-# its five fields in order, which is what ``State(...)`` does, without the interpreted ``__new__``
-# that ``typing.NamedTuple`` generates; several times faster than NamedTuple._replace)
-
-_new = tuple.__new__
-
+# (these helpers run on every step the checker takes: they build a State from its five fields in
+# order with spec/state.py's ``build``, which is what ``State(...)`` does, without the interpreted
+# ``__new__``; several times faster than NamedTuple._replace)
 
 def _state(replicas, controller, inflight, stale, history) -> State:
     """``State(replicas, controller, inflight, stale, history)``, built positionally."""
-    return _new(State, (replicas, controller, inflight, stale, history))
+    return build(State, (replicas, controller, inflight, stale, history))
 
 
 def _put(t: tuple, i: int, value) -> tuple:
@@ -113,8 +110,8 @@ def _lost_memory(rep: Replica, leader_epoch: int = UNDEFINED) -> Replica:
     ...     new_directory=1)
     True
     """
-    return _new(Replica, (0, NONE, leader_epoch, UNDEFINED, 0, rep.log, rep.hw, rep.flushed, rep.epoch_cache, 0, (),
-                          (), rep.clean_shutdown, 0, (), 0, UNDEFINED, rep.new_directory))
+    return build(Replica, (0, NONE, leader_epoch, UNDEFINED, 0, rep.log, rep.hw, rep.flushed, rep.epoch_cache, 0, (),
+                           (), rep.clean_shutdown, 0, (), 0, UNDEFINED, rep.new_directory))
 
 
 def _abandon(s: State, f: int) -> State:

@@ -19,11 +19,10 @@ import functools
 import operator
 from typing import Tuple
 
-from .state import PREFERRED, UNDEFINED, Message, Replica, State
+from .state import PREFERRED, UNDEFINED, Message, Replica, State, build
 
 Perm = Tuple[int, ...]     # perm[r]: the new name of replica r
 
-_new = tuple.__new__       # builds a NamedTuple from its fields in one C call (as its ``_make`` does)
 _LEADER, _ISR, _CAUGHT_UP = (Replica._fields.index(f) for f in ("leader", "isr", "remote_caught_up"))
 _PER_REPLICA = tuple(Replica._fields.index(f) for f in ("remote_leo", "remote_broker_epoch", "remote_fetch_leo"))
 
@@ -78,20 +77,20 @@ def rename(s: State, perm: Perm) -> State:
         for i in _PER_REPLICA:
             if rep[i]:
                 rep[i] = move(rep[i])
-        out.append(_new(Replica, rep))
+        out.append(build(Replica, rep))
     c = s.controller
     leader = c.leader if c.leader == UNDEFINED else perm[c.leader]
-    return _new(State, (tuple(out),
-                        _new(type(c), (leader, c.epoch, mask[c.isr], mask[c.live],
-                                       move(c.broker_epochs) if c.broker_epochs else (),
-                                       mask[c.elr], mask[c.last_known_elr], mask[c.offline_dirs])),
-                        tuple([_renamed_message(inflight[r], perm) for r in inv]),
-                        tuple([_renamed_message(stale[r], perm) for r in inv]), s.history))
+    return build(State, (tuple(out),
+                         build(type(c), (leader, c.epoch, mask[c.isr], mask[c.live],
+                                         move(c.broker_epochs) if c.broker_epochs else (),
+                                         mask[c.elr], mask[c.last_known_elr], mask[c.offline_dirs])),
+                         tuple([_renamed_message(inflight[r], perm) for r in inv]),
+                         tuple([_renamed_message(stale[r], perm) for r in inv]), s.history))
 
 
 def _renamed_message(msg: Message, perm: Perm):
     """The message sent to or by perm[its leader] (every kind's second field is its leader)."""
-    return _new(type(msg), (msg[0], perm[msg[1]]) + msg[2:]) if msg else ()
+    return build(type(msg), (msg[0], perm[msg[1]]) + msg[2:]) if msg else ()
 
 
 def symmetry_keys(s: State) -> list:

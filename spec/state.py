@@ -202,6 +202,10 @@ def replica_name(r: int) -> str:
     return f"r{r}"
 
 
+# build(cls, fields): a NamedTuple of ``cls`` from its fields in order, in one C call (what its
+# ``_make`` does), without the interpreted ``__new__`` that ``typing.NamedTuple`` generates
+build = tuple.__new__
+
 _KEEP = object()
 
 
@@ -218,16 +222,13 @@ def _generated_replace(cls):
     fields = cls._fields
     params = ", ".join(f"{f}=_KEEP" for f in fields)
     values = ", ".join(f"self[{i}] if {f} is _KEEP else {f}" for i, f in enumerate(fields))
-    namespace = {"_KEEP": _KEEP, "_new": tuple.__new__, "_cls": cls}
+    namespace = {"_KEEP": _KEEP, "_new": build, "_cls": cls}
     exec(f"def _replace(self, /, *, {params}):\n    return _new(_cls, ({values},))\n", namespace)
     replace = namespace["_replace"]
     replace.__qualname__ = f"{cls.__name__}._replace"
     replace.__doc__ = f"A new {cls.__name__} with the given fields replaced."
     cls._replace = replace
     return cls
-
-
-_tuple_new = tuple.__new__
 
 
 def _reduce(self):
@@ -241,7 +242,7 @@ def _reduce(self):
     >>> pickle.loads(pickle.dumps(c)) == c, type(pickle.loads(pickle.dumps(c))) is Controller
     (True, True)
     """
-    return _tuple_new, (type(self), tuple(self))
+    return build, (type(self), tuple(self))
 
 
 for _cls in (Fetch, FetchResponse, EpochRequest, EpochResponse, Replica, Controller, History, State):

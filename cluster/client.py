@@ -12,6 +12,8 @@ from __future__ import annotations
 import time
 from typing import Dict
 
+from hwcheck.spec.state import PREFERRED
+
 from .brokers import TOPIC, Cluster, ClusterError
 
 
@@ -248,7 +250,8 @@ class Client:
             # ZooKeeper: r0 led at the next epoch within a second, and no ElectLeaders answer came
             # in 30 s): the step is placed once the controller's own record names r0 at a newer epoch
             after = recorded_partition(self.cluster)
-            if after is not None and after.leader == 0 and (before is None or after.leader_epoch > before.leader_epoch):
+            if after is not None and after.leader == PREFERRED and (before is None
+                                                                    or after.leader_epoch > before.leader_epoch):
                 return
             raise ClusterError("preferred election: no answer within 30 s, and the controller's record does "
                                "not name r0 leader") from None

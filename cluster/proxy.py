@@ -433,10 +433,12 @@ class Proxies:
             self.cond.notify_all()
 
     def drop(self, follower: int, leader: int) -> int:
-        """Close every connection from ``follower`` to ``leader``'s proxy, with what it held; returns
-        how many were closed."""
+        """Close every connection from ``follower`` to ``leader``'s proxy, with what it held, but the
+        one that keeps the follower's stale request (``orphan``): that request is the model's, and a
+        later step delivers it or ungating loses it; returns how many were closed."""
         with self.cond:
-            links = [l for l in self.links if l.follower == follower and l.proxy.leader == leader]
+            links = [l for l in self.links
+                     if l.follower == follower and l.proxy.leader == leader and not l.orphaned]
         for link in links:
             link.close()
         return len(links)

@@ -195,6 +195,29 @@ def test_the_harness_orphans_a_held_fetch_and_the_follower_sees_a_disconnection(
     assert held.link.closed.wait(5) and broker.seen == [] and held.dropped
 
 
+def test_dropping_a_followers_connections_keeps_its_stale_fetch(rig):
+    """The follower's side of a connection closed with a Fetch held (the stale request, kept), and
+    the follower sent a new Fetch on a new connection: dropping the follower's connections closes
+    the new one only. The stale request is the model's, delivered or lost by a later step (a
+    0.11.0.3 reproduction lost it to a controlled shutdown's drop)."""
+    broker, proxies, client = rig
+    proxies.gate()
+    proxies.keep_stale = True
+    client.sendall(request(FETCH, 3))
+    stale = proxies.wait_held(REQUEST, 1, 0, FETCH, timeout=5)
+    client.close()                                 # the fetcher gives the connection up
+    assert proxies.wait_held(REQUEST, 1, 0, FETCH, timeout=5, stale=True) is stale
+    again = socket.create_connection(("127.0.0.1", stale.link.proxy.port), timeout=5)
+    again.sendall(request(FETCH, 4))
+    live = proxies.wait_held(REQUEST, 1, 0, FETCH, timeout=5)
+    assert proxies.drop(1, 0) == 1
+    assert live.dropped and again.recv(1) == b""
+    assert proxies.holding() == [stale] and not stale.dropped
+    proxies.release(stale)
+    assert stale.link.closed.wait(5) and broker.seen == [(FETCH, 3)]
+    again.close()
+
+
 def test_the_journal_says_what_was_held_and_released_and_when_a_side_closed(tmp_path):
     broker = Broker()
     journal = tmp_path / "proxy.log"

@@ -22,6 +22,7 @@ search over representatives visits one state per class.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from typing import Callable, Optional, Tuple
 
@@ -55,10 +56,23 @@ def _candidates(keys: list):
         yield tuple(perm)
 
 
+@functools.lru_cache(maxsize=None)
+def _identity(n: int) -> Perm:
+    return tuple(range(n))
+
+
 def _canonical_with(rename, keys_of):
     def canonical(s) -> Tuple[object, Perm]:
         keys = keys_of(s)
         n = len(keys)
+        prev = keys[0]
+        for i in range(1, n):             # keys already in strict order (most states): s itself
+            k = keys[i]
+            if not prev < k:
+                break
+            prev = k
+        else:
+            return s, _identity(n)
         order = sorted(range(n), key=keys.__getitem__)
         prev, ties = keys[order[0]], False
         for r in order[1:]:

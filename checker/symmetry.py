@@ -43,12 +43,6 @@ def _candidates(keys: list):
         if i == n or keys[order[i]] != keys[order[start]]:
             groups.append(order[start:i])
             start = i
-    if len(groups) == n:                      # all keys differ: one candidate
-        perm = [0] * n
-        for name, r in enumerate(order):
-            perm[r] = name
-        yield tuple(perm)
-        return
     for choice in itertools.product(*(itertools.permutations(g) for g in groups)):
         perm = [0] * n
         for name, r in enumerate(r for g in choice for r in g):
@@ -85,10 +79,10 @@ def _canonical_with(rename, keys_of):
             for name, r in enumerate(order):
                 perm[r] = name
             perm = tuple(perm)
-            return (s if order == list(range(n)) else rename(s, perm)), perm
+            return rename(s, perm), perm    # not the identity: that is the strict order above
         best, best_perm = None, None
         for perm in _candidates(keys):
-            t = s if perm == tuple(range(n)) else rename(s, perm)
+            t = s if perm == _identity(n) else rename(s, perm)
             if best is None or t < best:
                 best, best_perm = t, perm
         return best, best_perm

@@ -411,7 +411,7 @@ def test_epoch_is_the_newest_mode():
     assert Config(mode="epoch").mode == LADDER[-1].name == Config().mode
 
 
-def test_the_generated_replace_builds_what_namedtuples_own_builds():
+def test_the_compiled_replace_builds_what_namedtuples_own_builds():
     """spec/state.py gives its NamedTuples a faster ``_replace``: for every class and every subset of
     up to three fields it returns what ``collections.namedtuple``'s ``_replace`` returns, and it
     refuses a name that is not a field."""

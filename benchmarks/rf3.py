@@ -6,9 +6,11 @@ exhaustively; this tree against a base commit, side by side in one run.
     python benchmarks/rf3.py --rows crashes-2 --limit 120     # one row, stopped at 120 s
     python benchmarks/rf3.py --base HEAD~2 --head HEAD        # two commits (git worktrees in a temp folder)
     python benchmarks/rf3.py --rows defaults --base none      # this tree alone
+    python benchmarks/rf3.py --rows power-failure-1 --base HEAD --repeat 3   # 3 alternated runs each, and the medians
 
 Each code is installed by pip into a temp folder first (compiled where its setup.py compiles it, as a
-user gets it; ``--plain`` runs the source folders instead). Every row is one bfs (the newest mode of
+user gets it; ``--plain`` runs the source folders instead); this tree is built from a copy of the
+files git knows, so that nothing left in its ignored ``build/`` folder comes along. Every row is one bfs (the newest mode of
 each code, ``epoch``: kafka19522 at b239010, pr20716 now, the same rules but after a disk loss;
 3 replicas, min ISR 2, records 2, max epoch 3, ``--symmetry``, 2 workers) in a fresh process, run on
 the base code and on this tree one after the other, row by row, so both see the same machine. A row
@@ -19,6 +21,9 @@ stops at its goal's time (60 s for one fault, 15 min for two) times ``--slack`` 
 Printed per row and code: the mode it ran, the verdict, classes (distinct states), generated states, depth, wall
 seconds, classes per second and peak RSS (workers included); then the ratio of this tree to the
 base: of wall times where both finished, else of classes per second (reached in the same time).
+The wall clock of a shared 2-core machine moves by 20% between runs of the same code: ``--repeat N``
+runs each row N times on each code, alternating, and adds per code the run of median speed, with
+the ratio of those medians.
 """
 
 from __future__ import annotations
@@ -84,6 +89,21 @@ def install(tree: str, folder: str, plain: bool) -> str:
     return folder
 
 
+def copy_of_tree(tree: str, folder: str) -> str:
+    """The files of the work tree ``tree`` that git knows or would add (tracked, less those deleted,
+    and untracked ones not ignored), copied into ``folder``: what pip builds for "this tree". Built
+    in place, pip would reuse the tree's ignored ``build/`` folder, whose ``build/lib`` still holds
+    every module an earlier build copied there, those deleted since included, and install them all."""
+    listed = subprocess.run(["git", "-C", tree, "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                            check=True, capture_output=True).stdout.decode().split("\0")
+    for name in filter(None, listed):
+        source = os.path.join(tree, name)
+        if os.path.isfile(source):
+            os.makedirs(os.path.dirname(os.path.join(folder, name)), exist_ok=True)
+            shutil.copy2(source, os.path.join(folder, name))
+    return folder
+
+
 def compiled(path: str) -> str:
     """'compiled' when the installed spec is an extension module, else 'plain'."""
     out = subprocess.run([sys.executable, "-c", "import hwcheck.spec.actions as a; print(a.__file__)"],
@@ -124,7 +144,11 @@ def main() -> None:
     ap.add_argument("--slack", type=float, default=2.0, help="a row stops at its goal's time times this (default 2)")
     ap.add_argument("--limit", type=float, default=None, help="stop every row at this many seconds instead")
     ap.add_argument("--plain", action="store_true", help="run the source folders, not the package pip builds from them")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="run every row this many times on each code, alternating, and add the median run (default 1)")
     args = ap.parse_args()
+    if args.repeat < 1:
+        sys.exit(f"rf3.py: --repeat must be at least 1, not {args.repeat}")
     rows = []
     for name in args.rows.split(","):
         if name in GROUPS:
@@ -145,7 +169,8 @@ def main() -> None:
             trees.append(tree)
             codes.append((rev, install(tree, os.path.join(tmp, which + "-path"), args.plain)))
         if args.head is None:
-            codes.append(("this tree", install(ROOT, os.path.join(tmp, "tree-path"), args.plain)))
+            tree = ROOT if args.plain else copy_of_tree(ROOT, os.path.join(tmp, "tree"))
+            codes.append(("this tree", install(tree, os.path.join(tmp, "tree-path"), args.plain)))
         codes = [(f"{label} ({compiled(path)})", path) for label, path in codes]
         load = os.getloadavg()[0]
         print(f"hwcheck rf3 benchmark: {os.cpu_count()} cores, load average {load:.1f} at start; "
@@ -169,26 +194,48 @@ def main() -> None:
 
 
 def measure(rows, codes, args, table) -> None:
-    """Run every row on every code, one after the other, appending a line per run to ``table``."""
+    """Run every row on every code, one after the other (``--repeat`` times, alternating), appending
+    a line per run to ``table``; with repeats, then a line per code for its median run."""
     for name in rows:
         settings, symmetry, goal = ROWS[name]
         limit = args.limit if args.limit is not None else goal * args.slack
         config = dict(SHAPE, **settings)
-        results = []
-        for label, path in codes:
-            r = run(path, config, symmetry, limit)
-            results.append(r)
-            ratio = ""
-            if len(results) == 2:
-                a, b = results
-                if a["complete"] and b["complete"]:
-                    ratio = f"{b['wall'] / a['wall']:.2f}x time"
-                else:
-                    ratio = f"{(b['distinct'] / b['wall']) / (a['distinct'] / a['wall']):.2f}x classes/s"
-            table.append([name, label, r["mode"], describe(r), f"{r['distinct']:,}", f"{r['generated']:,}",
-                          str(r["depth"]), f"{r['wall']:.1f}", f"{r['distinct'] / r['wall']:,.0f}",
-                          f"{r['rss']:.0f}", ratio])
-            print("  " + "  ".join(table[-1]), file=sys.stderr, flush=True)
+        runs = {label: [] for label, _ in codes}
+        for _ in range(args.repeat):
+            results = []
+            for label, path in codes:
+                r = run(path, config, symmetry, limit)
+                results.append(r)
+                runs[label].append(r)
+                table.append(line(name, label, r, ratio(results)))
+                print("  " + "  ".join(table[-1]), file=sys.stderr, flush=True)
+        if args.repeat > 1:
+            medians = []
+            for label, _ in codes:
+                medians.append(median_run(runs[label]))
+                table.append(line(name, f"{label}, median of {args.repeat}", medians[-1], ratio(medians)))
+
+
+def median_run(results: list) -> dict:
+    """The run of median speed (classes a second; the lower middle one of an even count). Runs of a
+    row on one code reach the same classes when they finish, so that is also the run of median time."""
+    ordered = sorted(results, key=lambda r: r["distinct"] / r["wall"])
+    return ordered[(len(ordered) - 1) // 2]
+
+
+def ratio(results: list) -> str:
+    """The second code against the first: of wall times where both finished, else of classes a second."""
+    if len(results) != 2:
+        return ""
+    a, b = results
+    if a["complete"] and b["complete"]:
+        return f"{b['wall'] / a['wall']:.2f}x time"
+    return f"{(b['distinct'] / b['wall']) / (a['distinct'] / a['wall']):.2f}x classes/s"
+
+
+def line(name: str, label: str, r: dict, ratio_text: str) -> list:
+    return [name, label, r["mode"], describe(r), f"{r['distinct']:,}", f"{r['generated']:,}", str(r["depth"]),
+            f"{r['wall']:.1f}", f"{r['distinct'] / r['wall']:,.0f}", f"{r['rss']:.0f}", ratio_text]
 
 
 if __name__ == "__main__":

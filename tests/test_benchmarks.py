@@ -80,3 +80,46 @@ def load_rf3():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def test_rf3_repeats_a_row_and_adds_the_median_run(tmp_path):
+    env = dict(os.environ, TMPDIR=str(tmp_path))
+    out = subprocess.run([sys.executable, RF3, "--rows", "defaults", "--base", "none", "--plain", "--limit", "1",
+                          "--repeat", "3"], capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr
+    rows = [line for line in out.stdout.splitlines() if line.startswith("defaults ")]
+    assert len(rows) == 4 and "median of 3" in rows[3] and "median" not in "".join(rows[:3])
+    speeds = sorted(int(row.split()[-2].replace(",", "")) for row in rows[:3])
+    assert int(rows[3].split()[-2].replace(",", "")) == speeds[1]     # classes/s of the middle run
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_rf3_median_run_and_ratio():
+    rf3 = load_rf3()
+    run = lambda distinct, wall, complete=True: {"distinct": distinct, "wall": wall, "complete": complete}
+    assert rf3.median_run([run(10, 4.0), run(10, 2.0), run(10, 3.0)])["wall"] == 3.0
+    assert rf3.median_run([run(10, 4.0), run(10, 2.0)])["wall"] == 4.0      # the slower of two
+    assert rf3.ratio([run(10, 4.0), run(10, 3.0)]) == "0.75x time"
+    assert rf3.ratio([run(10, 4.0), run(30, 6.0, complete=False)]) == "2.00x classes/s"
+    assert rf3.ratio([run(10, 4.0)]) == ""
+
+
+def test_rf3_builds_this_tree_from_the_files_git_knows(tmp_path):
+    """Not from the tree itself, whose ignored build/ folder may still hold modules deleted since."""
+    tree, copy = tmp_path / "tree", tmp_path / "copy"
+    tree.mkdir()
+    git = lambda *args: subprocess.run(["git", "-C", str(tree), *args], check=True, capture_output=True)
+    git("init", "-q")
+    (tree / ".gitignore").write_text("build/\n")
+    (tree / "pkg").mkdir()
+    (tree / "pkg" / "kept.py").write_text("1\n")
+    (tree / "pkg" / "gone.py").write_text("2\n")
+    git("add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "x")
+    (tree / "pkg" / "gone.py").unlink()                              # deleted, not yet committed
+    (tree / "pkg" / "new.py").write_text("3\n")                      # untracked, not ignored
+    (tree / "build" / "lib" / "pkg").mkdir(parents=True)
+    (tree / "build" / "lib" / "pkg" / "stale.py").write_text("4\n")  # what an old build left
+    load_rf3().copy_of_tree(str(tree), str(copy))
+    assert sorted(str(p.relative_to(copy)) for p in copy.rglob("*") if p.is_file()) == [
+        ".gitignore", "pkg/kept.py", "pkg/new.py"]

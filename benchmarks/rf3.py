@@ -10,20 +10,21 @@ exhaustively; this tree against a base commit, side by side in one run.
 
 Each code is installed by pip into a temp folder first (compiled where its setup.py compiles it, as a
 user gets it; ``--plain`` runs the source folders instead); this tree is built from a copy of the
-files git knows, so that nothing left in its ignored ``build/`` folder comes along. Every row is one bfs (the newest mode of
-each code, ``epoch``: kafka19522 at b239010, pr20716 now, the same rules but after a disk loss;
-3 replicas, min ISR 2, records 2, max epoch 3, ``--symmetry``, 2 workers) in a fresh process, run on
-the base code and on this tree one after the other, row by row, so both see the same machine. A row
-stops at its goal's time (60 s for one fault, 15 min for two) times ``--slack`` (default 2), or at
-``--limit`` seconds; a search stopped there reports how far it got. ``defaults`` is ``hwcheck verify
---mode=epoch`` on its defaults (2 replicas, no symmetry), the row whose speed must not fall.
+files git knows, so that nothing left in its ignored ``build/`` folder comes along. Every row is one
+bfs (the newest mode of each code, ``epoch``: kafka19522 at b239010, pr20716 now, the same rules but
+after a disk loss; 3 replicas, min ISR 2, records 2, max epoch 3, ``--symmetry``, 2 workers) in a
+fresh process, run on the base code and on this tree one after the other, row by row, so both see
+the same machine. A row stops at its goal's time (60 s for one fault, 15 min for two) times
+``--slack`` (default 2), or at ``--limit`` seconds; a search stopped there reports how far it got.
+``defaults`` is ``hwcheck verify --mode=epoch`` on its defaults (2 replicas, no symmetry), the row
+whose speed must not fall.
 
 Printed per row and code: the mode it ran, the verdict, classes (distinct states), generated states, depth, wall
 seconds, classes per second and peak RSS (workers included); then the ratio of this tree to the
 base: of wall times where both finished, else of classes per second (reached in the same time).
-The wall clock of a shared 2-core machine moves by 20% between runs of the same code: ``--repeat N``
-runs each row N times on each code, alternating, and adds per code the run of median speed, with
-the ratio of those medians.
+The wall clock of a shared 2-core machine moves by up to 20% between runs of the same code:
+``--repeat N`` runs each row N times on each code, alternating, and adds per code the run of median
+speed, with the ratio of those medians.
 """
 
 from __future__ import annotations

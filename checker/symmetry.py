@@ -44,10 +44,7 @@ def _candidates(keys: list):
             groups.append(order[start:i])
             start = i
     for choice in itertools.product(*(itertools.permutations(g) for g in groups)):
-        perm = [0] * n
-        for name, r in enumerate(r for g in choice for r in g):
-            perm[r] = name
-        yield tuple(perm)
+        yield inverse([r for g in choice for r in g])     # r's new name: its place in the order
 
 
 @functools.lru_cache(maxsize=None)
@@ -75,10 +72,7 @@ def _canonical_with(rename, keys_of):
                 break
             prev = keys[r]
         if not ties:                    # all keys differ: one candidate
-            perm = [0] * n
-            for name, r in enumerate(order):
-                perm[r] = name
-            perm = tuple(perm)
+            perm = inverse(order)
             return rename(s, perm), perm    # not the identity: that is the strict order above
         best, best_perm = None, None
         for perm in _candidates(keys):
